@@ -1,0 +1,25 @@
+/* Files that other programs read are replaced atomically: temp + rename. */
+#ifndef ESV_ATOMICFILE_H
+#define ESV_ATOMICFILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Write buf to dirfd/name via dirfd/name.new and rename. 0 or -1/errno. */
+int	atomic_write_at(int dirfd, const char *name, const void *buf,
+	    size_t len, mode_t mode);
+int	atomic_write(const char *path, const void *buf, size_t len, mode_t mode);
+
+/*
+ * snprintf for paths: 0, or -1 with errno ENAMETOOLONG when it did not fit
+ * (a truncated path names the wrong file).
+ */
+int	pathf(char *buf, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* mkdir -p, ignoring EEXIST on each component.  0 or -1/errno. */
+int	mkdir_p(const char *path, mode_t mode);
+/* rm -rf path (not following symlinks).  0 or -1/errno. */
+int	remove_tree(const char *path);
+
+#endif

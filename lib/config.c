@@ -1,0 +1,1223 @@
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <glob.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "msg.h"
+#include "sig.h"
+
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+#define MAX_NNODES	100000
+#define OPT_BASE	256	/* getopt_long values of table options */
+#define OPT_HELP	'h'
+#define OPT_VERSION	1
+
+struct loadctx;
+struct option_def;
+
+typedef int (*setter)(struct loadctx *, const struct option_def *,
+    const char *, char *, size_t);
+
+enum kind {
+	K_STR,		/* char array; min is the minimum length */
+	K_BOOL,
+	K_UINT,		/* unsigned in min..max */
+	K_MS,		/* unsigned milliseconds from a duration */
+	K_FN,		/* the special setter does everything */
+};
+
+/* One setting: its job.ini key, long option and environment variables. */
+struct option_def {
+	const char	*key;
+	const char	*opt;		/* dashed spelling; NULL: job.ini only */
+	int		 short_opt;
+	const char	*env;		/* PET_<OPTION> */
+	const char	*env_torch;	/* torch's own name, weaker than env */
+	enum kind	 kind;
+	size_t		 off, size;	/* the field in struct job_config */
+	long long	 min, max;
+	setter		 fn;
+};
+
+struct loadctx {
+	struct job_config	*cfg;
+	char			*err;
+	size_t			 errlen;
+	bool			 failed;
+
+	/* Command line: the last value of each option, and the command. */
+	const char		*cli[64];
+	char			**cmd;
+	int			 ncmd;
+
+	/* job.ini being parsed. */
+	FILE			*fp;
+	int			 lineno;
+	int			 errline;	/* line of our first error */
+	bool			 indented;	/* line starts with a blank */
+	bool			 seen[64];
+	int			 last_key;	/* for continuation lines */
+	char			*ini_entry;
+	char			**ini_args;
+	int			 ini_nargs;
+};
+
+static int	set_entrypoint(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_args(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_nproc(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_nnodes(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_master_port(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_std(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_filter(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_interval(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_signals(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+
+#define FIELD(f)	offsetof(struct job_config, f), \
+			sizeof(((struct job_config *)NULL)->f)
+#define NOFIELD		0, 0
+
+static const struct option_def options[] = {
+	{ "entrypoint", NULL, 0, NULL, NULL, K_FN, NOFIELD, 0, 0,
+	    set_entrypoint },
+	{ "args", NULL, 0, NULL, NULL, K_FN, NOFIELD, 0, 0, set_args },
+	{ "nproc_per_node", "nproc-per-node", 0, "PET_NPROC_PER_NODE", NULL,
+	    K_FN, FIELD(nproc_per_node), 0, 0, set_nproc },
+	{ "nnodes", "nnodes", 0, "PET_NNODES", NULL, K_FN, NOFIELD, 0, 0,
+	    set_nnodes },
+	{ "node_rank", "node-rank", 0, "PET_NODE_RANK", NULL, K_UINT,
+	    FIELD(node_rank), 0, MAX_NNODES - 1, NULL },
+	{ "master_addr", "master-addr", 0, "PET_MASTER_ADDR", NULL, K_STR,
+	    FIELD(master_addr), 1, 0, NULL },
+	{ "master_port", "master-port", 0, "PET_MASTER_PORT", NULL, K_FN,
+	    FIELD(master_port), 1, 65535, set_master_port },
+	{ "max_restarts", "max-restarts", 0, "PET_MAX_RESTARTS", NULL, K_UINT,
+	    FIELD(max_restarts), 0, INT_MAX, NULL },
+	{ "role", "role", 0, "PET_ROLE", NULL, K_STR, FIELD(role), 1, 0, NULL },
+	{ "run_id", "rdzv-id", 0, "PET_RDZV_ID", NULL, K_STR, FIELD(run_id),
+	    1, 0, NULL },
+	{ "rdzv_backend", "rdzv-backend", 0, "PET_RDZV_BACKEND", NULL, K_STR,
+	    FIELD(rdzv_backend), 1, 0, NULL },
+	{ "rdzv_endpoint", "rdzv-endpoint", 0, "PET_RDZV_ENDPOINT", NULL,
+	    K_STR, FIELD(rdzv_endpoint), 0, 0, NULL },
+	{ "rdzv_conf", "rdzv-conf", 0, "PET_RDZV_CONF", NULL, K_STR,
+	    FIELD(rdzv_conf), 0, 0, NULL },
+	{ "standalone", "standalone", 0, "PET_STANDALONE", NULL, K_BOOL,
+	    FIELD(standalone), 0, 0, NULL },
+	{ "log_dir", "log-dir", 0, "PET_LOG_DIR", NULL, K_STR, FIELD(log_dir),
+	    0, 0, NULL },
+	{ "redirects", "redirects", 'r', "PET_REDIRECTS", NULL, K_FN,
+	    FIELD(redirects), 0, 0, set_std },
+	{ "tee", "tee", 't', "PET_TEE", NULL, K_FN, FIELD(tee), 0, 0, set_std },
+	{ "log_line_prefix", "log-line-prefix-template", 0,
+	    "PET_LOG_LINE_PREFIX_TEMPLATE",
+	    "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", K_STR,
+	    FIELD(log_line_prefix), 0, 0, NULL },
+	{ "local_ranks_filter", "local-ranks-filter", 0,
+	    "PET_LOCAL_RANKS_FILTER", NULL, K_FN, FIELD(local_ranks_filter),
+	    0, 0, set_filter },
+	{ "no_python", "no-python", 0, "PET_NO_PYTHON", NULL, K_BOOL,
+	    FIELD(no_python), 0, 0, NULL },
+	{ "module", "module", 'm', "PET_MODULE", NULL, K_BOOL, FIELD(module),
+	    0, 0, NULL },
+	{ "python", "python", 0, "PET_PYTHON", "PYTHON_EXEC", K_STR,
+	    FIELD(python), 1, 0, NULL },
+	{ "monitor_interval", "monitor-interval", 0, "PET_MONITOR_INTERVAL",
+	    NULL, K_FN, FIELD(monitor_interval), 0, 0, set_interval },
+	{ "shutdown_timeout", "shutdown-timeout", 0, "PET_SHUTDOWN_TIMEOUT",
+	    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", K_MS, FIELD(shutdown_timeout_ms),
+	    0, 0, NULL },
+	{ "signals", "signals-to-handle", 0, "PET_SIGNALS_TO_HANDLE",
+	    "TORCHELASTIC_SIGNALS_TO_HANDLE", K_FN, NOFIELD, 0, 0,
+	    set_signals },
+	{ "restart_delay", "restart-delay", 0, "PET_RESTART_DELAY", NULL, K_MS,
+	    FIELD(restart_delay_ms), 0, 0, NULL },
+	{ "restart_delay_max", "restart-delay-max", 0, "PET_RESTART_DELAY_MAX",
+	    NULL, K_MS, FIELD(restart_delay_max_ms), 0, 0, NULL },
+	{ "restart_reset", "restart-reset", 0, "PET_RESTART_RESET", NULL, K_MS,
+	    FIELD(restart_reset_ms), 0, 0, NULL },
+};
+#define NOPTS	NELEM(options)
+
+_Static_assert(NOPTS <= 64, "loadctx arrays hold 64 options");
+
+static int
+fail(struct loadctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ctx->failed) {
+		va_start(ap, fmt);
+		vsnprintf(ctx->err, ctx->errlen, fmt, ap);
+		va_end(ap);
+		ctx->failed = true;
+	}
+	return -1;
+}
+
+static void *
+field(struct loadctx *ctx, const struct option_def *d)
+{
+	return (char *)ctx->cfg + d->off;
+}
+
+static int
+parse_bool(const char *v, bool *out)
+{
+	static const char *yes[] = { "true", "yes", "1" };
+	static const char *no[] = { "false", "no", "0" };
+	size_t i;
+
+	for (i = 0; i < NELEM(yes); i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int
+parse_uint(const char *v, long long min, long long max, unsigned *out,
+    char *why, size_t whylen)
+{
+	const char *errstr;
+	long long n;
+
+	n = strtonum(v, min, max, &errstr);
+	if (errstr == NULL) {
+		*out = (unsigned)n;
+		return 0;
+	}
+	if (errno == EINVAL)
+		snprintf(why, whylen, "not a number: %s", v);
+	else
+		snprintf(why, whylen, "out of range %lld..%lld: %s", min, max,
+		    v);
+	return -1;
+}
+
+static int
+set_string(char *dst, size_t size, size_t minlen, const char *v, char *why,
+    size_t whylen)
+{
+	if (strlen(v) < minlen) {
+		snprintf(why, whylen, "must not be empty");
+		return -1;
+	}
+	if (strlcpy(dst, v, size) >= size) {
+		snprintf(why, whylen, "too long (at most %zu bytes)", size - 1);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_value(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	long long ms;
+
+	switch (d->kind) {
+	case K_STR:
+		return set_string(field(ctx, d), d->size, (size_t)d->min, v,
+		    why, whylen);
+	case K_BOOL:
+		if (parse_bool(v, field(ctx, d)) == 0)
+			return 0;
+		snprintf(why, whylen, "not a boolean (true/false, yes/no, "
+		    "1/0): %s", v);
+		return -1;
+	case K_UINT:
+		return parse_uint(v, d->min, d->max, field(ctx, d), why,
+		    whylen);
+	case K_MS:
+		if ((ms = parse_duration_ms(v)) < 0) {
+			snprintf(why, whylen, "not a duration (30, 500ms, 2s, "
+			    "1m): %s", v);
+			return -1;
+		}
+		if (ms > UINT_MAX) {
+			snprintf(why, whylen, "too long: %s", v);
+			return -1;
+		}
+		*(unsigned *)field(ctx, d) = (unsigned)ms;
+		return 0;
+	case K_FN:
+		return d->fn(ctx, d, v, why, whylen);
+	}
+	return -1;
+}
+
+static int
+set_entrypoint(struct loadctx *ctx, const struct option_def *d,
+    const char *v, char *why, size_t whylen)
+{
+	(void)d;
+	if (*v == '\0') {
+		snprintf(why, whylen, "must not be empty");
+		return -1;
+	}
+	free(ctx->ini_entry);
+	if ((ctx->ini_entry = strdup(v)) == NULL) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+push_word(char ***argvp, int *argcp, const char *word)
+{
+	char **nv;
+
+	if ((nv = reallocarray(*argvp, *argcp + 2, sizeof(**argvp))) == NULL)
+		return -1;
+	*argvp = nv;
+	if ((nv[*argcp] = strdup(word)) == NULL)
+		return -1;
+	nv[++*argcp] = NULL;
+	return 0;
+}
+
+/*
+ * Split like sh(1) without any expansion: blanks separate words, '...'
+ * is literal, "..." honours \" \\ \$ \`, and a backslash outside quotes
+ * takes the next character literally.  Words are appended to *argvp.
+ */
+static int
+split_args(const char *s, char ***argvp, int *argcp, char *why,
+    size_t whylen)
+{
+	char *buf, *w;
+	char quote = 0;
+	bool inword = false;
+
+	if ((buf = malloc(strlen(s) + 1)) == NULL)
+		goto nomem;
+	for (w = buf;; s++) {
+		if (quote != 0) {
+			if (*s == '\0')
+				break;
+			if (*s == quote)
+				quote = 0;
+			else if (quote == '"' && *s == '\\' && s[1] != '\0' &&
+			    strchr("\"\\$`", s[1]) != NULL)
+				*w++ = *++s;
+			else
+				*w++ = *s;
+			continue;
+		}
+		if (*s == '\0' || *s == ' ' || *s == '\t') {
+			*w = '\0';
+			if (inword && push_word(argvp, argcp, buf) == -1)
+				goto nomem;
+			inword = false;
+			w = buf;
+			if (*s == '\0')
+				break;
+			continue;
+		}
+		inword = true;
+		if (*s == '\'' || *s == '"')
+			quote = *s;
+		else if (*s == '\\' && s[1] == '\0') {
+			snprintf(why, whylen, "backslash at the end");
+			free(buf);
+			return -1;
+		} else if (*s == '\\')
+			*w++ = *++s;
+		else
+			*w++ = *s;
+	}
+	free(buf);
+	if (quote != 0) {
+		snprintf(why, whylen, "unterminated %c quote", quote);
+		return -1;
+	}
+	return 0;
+nomem:
+	free(buf);
+	snprintf(why, whylen, "%s", strerror(ENOMEM));
+	return -1;
+}
+
+static int
+set_args(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	(void)d;
+	return split_args(v, &ctx->ini_args, &ctx->ini_nargs, why, whylen);
+}
+
+static unsigned
+count_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > ESV_MAX_NPROC ? ESV_MAX_NPROC : (unsigned)n;
+}
+
+static unsigned
+count_gpus(void)
+{
+	glob_t g;
+	unsigned n = 0;
+
+	if (glob("/dev/nvidia[0-9]*", 0, NULL, &g) == 0) {
+		n = g.gl_pathc > ESV_MAX_NPROC ? ESV_MAX_NPROC :
+		    (unsigned)g.gl_pathc;
+		globfree(&g);
+	}
+	return n;
+}
+
+static int
+set_nproc(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	unsigned *np = field(ctx, d);
+
+	if (strcasecmp(v, "cpu") == 0)
+		*np = count_cpus();
+	else if (strcasecmp(v, "gpu") == 0) {
+		if ((*np = count_gpus()) == 0) {
+			snprintf(why, whylen, "gpu: no /dev/nvidia[0-9]* "
+			    "device found");
+			return -1;
+		}
+	} else if (strcasecmp(v, "auto") == 0) {
+		/* torchrun: the GPU count when there are GPUs. */
+		if ((*np = count_gpus()) == 0)
+			*np = count_cpus();
+	} else
+		return parse_uint(v, 1, ESV_MAX_NPROC, np, why, whylen);
+	return 0;
+}
+
+static int
+set_nnodes(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	struct job_config *cfg = ctx->cfg;
+	const char *colon;
+	char min[32];
+	unsigned lo, hi;
+
+	(void)d;
+	if ((colon = strchr(v, ':')) == NULL) {
+		if (parse_uint(v, 1, MAX_NNODES, &lo, why, whylen) == -1)
+			return -1;
+		cfg->nnodes_min = cfg->nnodes_max = lo;
+		return 0;
+	}
+	if ((size_t)(colon - v) >= sizeof(min)) {
+		snprintf(why, whylen, "not a number: %s", v);
+		return -1;
+	}
+	memcpy(min, v, colon - v);
+	min[colon - v] = '\0';
+	if (parse_uint(min, 1, MAX_NNODES, &lo, why, whylen) == -1 ||
+	    parse_uint(colon + 1, 1, MAX_NNODES, &hi, why, whylen) == -1)
+		return -1;
+	if (lo > hi) {
+		snprintf(why, whylen, "minimum above maximum: %s", v);
+		return -1;
+	}
+	cfg->nnodes_min = lo;
+	cfg->nnodes_max = hi;
+	return 0;
+}
+
+static int
+set_master_port(struct loadctx *ctx, const struct option_def *d,
+    const char *v, char *why, size_t whylen)
+{
+	if (parse_uint(v, d->min, d->max, field(ctx, d), why, whylen) == -1)
+		return -1;
+	ctx->cfg->master_port_set = true;
+	return 0;
+}
+
+static int
+set_std(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	if (!std_spec_valid(v)) {
+		snprintf(why, whylen, "not 0..3 nor LOCAL_RANK:0..3,...: %s",
+		    v);
+		return -1;
+	}
+	return set_string(field(ctx, d), d->size, 1, v, why, whylen);
+}
+
+/*
+ * Walk a "0,2" filter.  Returns -1 when malformed, else whether rank is
+ * listed.
+ */
+static int
+filter_scan(const char *filter, unsigned rank)
+{
+	const char *p = filter;
+	char *end;
+	unsigned long n;
+	int found = 0;
+
+	for (;;) {
+		p += strspn(p, " \t");
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		errno = 0;
+		n = strtoul(p, &end, 10);
+		if (errno != 0 || n >= ESV_MAX_NPROC)
+			return -1;
+		if (n == rank)
+			found = 1;
+		p = end + strspn(end, " \t");
+		if (*p == '\0')
+			return found;
+		if (*p++ != ',')
+			return -1;
+	}
+}
+
+static int
+set_filter(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	if (*v != '\0' && filter_scan(v, 0) == -1) {
+		snprintf(why, whylen, "not a list of local ranks like 0,2: %s",
+		    v);
+		return -1;
+	}
+	return set_string(field(ctx, d), d->size, 0, v, why, whylen);
+}
+
+static int
+set_interval(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (*v == '\0' || *end != '\0' || errno != 0 || !isfinite(x) ||
+	    x < 0) {
+		snprintf(why, whylen, "not a number of seconds: %s", v);
+		return -1;
+	}
+	*(double *)field(ctx, d) = x;
+	return 0;
+}
+
+static void
+warn_signal(const char *name)
+{
+	warn_msg("signals to handle: %s: unknown signal, ignored", name);
+}
+
+static int
+set_signals(struct loadctx *ctx, const struct option_def *d, const char *v,
+    char *why, size_t whylen)
+{
+	struct job_config *cfg = ctx->cfg;
+	int sigs[ESV_MAX_SIGNALS], n, i;
+
+	(void)d;
+	if ((n = sig_parse_list(v, sigs, ESV_MAX_SIGNALS, warn_signal)) < 0) {
+		snprintf(why, whylen, "more than %d signals: %s",
+		    ESV_MAX_SIGNALS, v);
+		return -1;
+	}
+	if (n == 0) {
+		snprintf(why, whylen, "no signal to handle: %s", v);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (sigs[i] == SIGKILL || sigs[i] == SIGSTOP ||
+		    sigs[i] == SIGCHLD) {
+			snprintf(why, whylen, "%s: cannot be handled",
+			    sig_name(sigs[i]));
+			return -1;
+		}
+	}
+	memcpy(cfg->signals, sigs, n * sizeof(sigs[0]));
+	cfg->nsignals = n;
+	return 0;
+}
+
+static void
+set_defaults(struct job_config *cfg)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+
+	strlcpy(cfg->python, "python3", sizeof(cfg->python));
+	cfg->nproc_per_node = 1;
+	cfg->nnodes_min = cfg->nnodes_max = 1;
+	strlcpy(cfg->master_addr, "127.0.0.1", sizeof(cfg->master_addr));
+	cfg->master_port = 29500;
+	strlcpy(cfg->role, "default", sizeof(cfg->role));
+	strlcpy(cfg->run_id, "none", sizeof(cfg->run_id));
+	strlcpy(cfg->rdzv_backend, "static", sizeof(cfg->rdzv_backend));
+	strlcpy(cfg->redirects, "0", sizeof(cfg->redirects));
+	strlcpy(cfg->tee, "0", sizeof(cfg->tee));
+	strlcpy(cfg->log_line_prefix, "[${role_name}${local_rank}]:",
+	    sizeof(cfg->log_line_prefix));
+	cfg->shutdown_timeout_ms = 30000;
+	memcpy(cfg->signals, sigs, sizeof(sigs));
+	cfg->nsignals = NELEM(sigs);
+	cfg->restart_delay_max_ms = 60000;
+	cfg->restart_reset_ms = 60000;
+	cfg->monitor_interval = 0.1;
+}
+
+static int
+find_key(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < NOPTS; i++)
+		if (strcmp(options[i].key, key) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* A value wholly inside one pair of quotes loses them. */
+static char *
+unquote(const char *v)
+{
+	size_t len = strlen(v);
+
+	if (len >= 2 && (v[0] == '"' || v[0] == '\'') && v[len - 1] == v[0])
+		return strndup(v + 1, len - 2);
+	return strdup(v);
+}
+
+static bool
+env_name_valid(const char *name)
+{
+	if (!isalpha((unsigned char)*name) && *name != '_')
+		return false;
+	for (name++; *name != '\0'; name++)
+		if (!isalnum((unsigned char)*name) && *name != '_')
+			return false;
+	return true;
+}
+
+static int
+ini_env(struct loadctx *ctx, const char *name, const char *value)
+{
+	struct job_config *cfg = ctx->cfg;
+	struct env_pair *p;
+	int i;
+
+	if (!env_name_valid(name))
+		return fail(ctx, "%s:%d: %s: not a valid variable name",
+		    cfg->config_path, ctx->lineno, name);
+	for (i = 0; i < cfg->nextra_env; i++)
+		if (strcmp(cfg->extra_env[i].name, name) == 0)
+			return fail(ctx, "%s:%d: %s: %s", cfg->config_path,
+			    ctx->lineno, name, ctx->indented ?
+			    "continuation lines are only for args" :
+			    "duplicate variable");
+	if (cfg->nextra_env == ESV_MAX_EXTRA_ENV)
+		return fail(ctx, "%s:%d: %s: more than %d variables in [env]",
+		    cfg->config_path, ctx->lineno, name, ESV_MAX_EXTRA_ENV);
+	p = &cfg->extra_env[cfg->nextra_env];
+	p->name = strdup(name);
+	p->value = unquote(value);
+	cfg->nextra_env++;
+	if (p->name == NULL || p->value == NULL)
+		return fail(ctx, "%s: %s", cfg->config_path, strerror(errno));
+	return 0;
+}
+
+static int
+ini_job(struct loadctx *ctx, const char *name, const char *value)
+{
+	const char *path = ctx->cfg->config_path;
+	char why[256], *v;
+	int i, r;
+
+	if ((i = find_key(name)) == -1)
+		return fail(ctx, "%s:%d: %s: unknown key", path, ctx->lineno,
+		    name);
+	if (ctx->seen[i]) {
+		/* inih hands an indented line over as the same key again. */
+		if (!ctx->indented || ctx->last_key != i)
+			return fail(ctx, "%s:%d: %s: duplicate key", path,
+			    ctx->lineno, name);
+		if (options[i].fn != set_args)
+			return fail(ctx, "%s:%d: %s: continuation lines are "
+			    "only for args", path, ctx->lineno, name);
+	}
+	ctx->seen[i] = true;
+	ctx->last_key = i;
+	v = options[i].fn == set_args ? strdup(value) : unquote(value);
+	if (v == NULL)
+		return fail(ctx, "%s: %s", path, strerror(errno));
+	r = set_value(ctx, &options[i], v, why, sizeof(why));
+	free(v);
+	if (r == -1)
+		return fail(ctx, "%s:%d: %s: %s", path, ctx->lineno, name, why);
+	return 0;
+}
+
+static int
+ini_pair(void *user, const char *section, const char *name,
+    const char *value)
+{
+	struct loadctx *ctx = user;
+	int r;
+
+	if (ctx->failed)
+		return 0;
+	if (strcmp(section, "job") == 0)
+		r = ini_job(ctx, name, value);
+	else if (strcmp(section, "env") == 0)
+		r = ini_env(ctx, name, value);
+	else if (*section == '\0')
+		r = fail(ctx, "%s:%d: %s: outside any section (put it under "
+		    "[job])", ctx->cfg->config_path, ctx->lineno, name);
+	else
+		r = fail(ctx, "%s:%d: [%s]: unknown section (only [job] and "
+		    "[env])", ctx->cfg->config_path, ctx->lineno, section);
+	if (r == -1) {
+		ctx->errline = ctx->lineno;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * inih's handler gets no line number in the Debian build, so read the
+ * lines ourselves.  A line longer than inih's buffer would be split into
+ * two bogus lines: refuse it instead.
+ */
+static char *
+ini_read(char *str, int num, void *stream)
+{
+	struct loadctx *ctx = stream;
+	size_t len;
+	int c;
+
+	if (ctx->failed || fgets(str, num, ctx->fp) == NULL)
+		return NULL;
+	ctx->lineno++;
+	ctx->indented = str[0] == ' ' || str[0] == '\t';
+	if (str[strspn(str, " \t")] == '[')
+		ctx->last_key = -1;
+	len = strlen(str);
+	if (len == (size_t)num - 1 && str[len - 1] != '\n') {
+		if ((c = getc(ctx->fp)) != EOF) {
+			ctx->errline = ctx->lineno;
+			fail(ctx, "%s:%d: line too long (at most %d "
+			    "characters)", ctx->cfg->config_path, ctx->lineno,
+			    num - 2);
+			return NULL;
+		}
+	}
+	return str;
+}
+
+static int
+load_ini(struct loadctx *ctx)
+{
+	const char *path = ctx->cfg->config_path;
+	int r, rerr;
+
+	if ((ctx->fp = fopen(path, "re")) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		return fail(ctx, "%s: %s", path, strerror(errno));
+	}
+	r = ini_parse_stream(ini_read, ctx, ini_pair, ctx);
+	rerr = ferror(ctx->fp);
+	fclose(ctx->fp);
+	ctx->fp = NULL;
+	if (r > 0 && (!ctx->failed || r < ctx->errline)) {
+		ctx->failed = false;
+		return fail(ctx, "%s:%d: syntax error (want [section] or "
+		    "key = value)", path, r);
+	}
+	if (ctx->failed)
+		return -1;
+	if (r < 0 || rerr)
+		return fail(ctx, "%s: %s", path, r == -2 ? strerror(ENOMEM) :
+		    "read error");
+	return 0;
+}
+
+static const char *
+env_get(char **envp, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (; envp != NULL && *envp != NULL; envp++)
+		if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+			return *envp + len + 1;
+	return NULL;
+}
+
+/* Environment values of the options the command line leaves alone. */
+static int
+load_env(struct loadctx *ctx, char **envp)
+{
+	const char *names[2], *v;
+	char why[256];
+	size_t i, j;
+
+	for (i = 0; i < NOPTS; i++) {
+		if (ctx->cli[i] != NULL)
+			continue;
+		names[0] = options[i].env_torch;
+		names[1] = options[i].env;
+		for (j = 0; j < NELEM(names); j++) {
+			if (names[j] == NULL ||
+			    (v = env_get(envp, names[j])) == NULL)
+				continue;
+			if (set_value(ctx, &options[i], v, why,
+			    sizeof(why)) == -1)
+				return fail(ctx, "%s: %s", names[j], why);
+		}
+	}
+	return 0;
+}
+
+static int
+load_cli(struct loadctx *ctx)
+{
+	char why[256];
+	size_t i;
+
+	for (i = 0; i < NOPTS; i++) {
+		if (ctx->cli[i] == NULL)
+			continue;
+		if (set_value(ctx, &options[i], ctx->cli[i], why,
+		    sizeof(why)) == -1)
+			return fail(ctx, "--%s: %s", options[i].opt, why);
+	}
+	return 0;
+}
+
+static int
+set_jobdir(struct loadctx *ctx, const char *dir)
+{
+	struct job_config *cfg = ctx->cfg;
+	size_t len = strlen(dir);
+	int n;
+
+	if (len == 0)
+		return fail(ctx, "JOBDIR: must not be empty");
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	if (len >= sizeof(cfg->jobdir))
+		return fail(ctx, "%s: name too long", dir);
+	memcpy(cfg->jobdir, dir, len);
+	cfg->jobdir[len] = '\0';
+	n = snprintf(cfg->config_path, sizeof(cfg->config_path), "%s%sjob.ini",
+	    cfg->jobdir, strcmp(cfg->jobdir, "/") == 0 ? "" : "/");
+	if (n < 0 || (size_t)n >= sizeof(cfg->config_path))
+		return fail(ctx, "%s: name too long", dir);
+	return 0;
+}
+
+/* The word getopt_long was reading: a whole --long[=v] or one -x. */
+static const char *
+bad_option(char **argv, int word, char *buf, size_t len)
+{
+	if (strncmp(argv[word], "--", 2) == 0)
+		snprintf(buf, len, "%.*s", (int)strcspn(argv[word], "="),
+		    argv[word]);
+	else
+		snprintf(buf, len, "-%c", optopt);
+	return buf;
+}
+
+/*
+ * Both spellings of each long option, --nproc-per-node and torch 1.13's
+ * --nproc_per_node, with the same value.
+ */
+static void
+build_longopts(struct option *lo, char under[][32])
+{
+	size_t i, n = 0;
+	char *p;
+
+	for (i = 0; i < NOPTS; i++) {
+		if (options[i].opt == NULL)
+			continue;
+		lo[n++] = (struct option){ options[i].opt,
+		    options[i].kind == K_BOOL ? no_argument :
+		    required_argument, NULL, OPT_BASE + (int)i };
+		if (strchr(options[i].opt, '-') == NULL)
+			continue;
+		strlcpy(under[i], options[i].opt, sizeof(under[i]));
+		for (p = under[i]; *p != '\0'; p++)
+			if (*p == '-')
+				*p = '_';
+		lo[n] = lo[n - 1];
+		lo[n++].name = under[i];
+	}
+	lo[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	lo[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* Record one option; 1 when it was --help or --version. */
+static int
+cli_option(struct loadctx *ctx, int c, char **argv, int word)
+{
+	char bad[64];
+	size_t i;
+
+	switch (c) {
+	case OPT_HELP:
+		config_usage(stdout);
+		return 1;
+	case OPT_VERSION:
+		printf("esv-supervise %s\n", ESV_VERSION);
+		return 1;
+	case 'm':
+		ctx->cli[find_key("module")] = "1";
+		return 0;
+	case 'r':
+		ctx->cli[find_key("redirects")] = optarg;
+		return 0;
+	case 't':
+		ctx->cli[find_key("tee")] = optarg;
+		return 0;
+	case ':':
+		return fail(ctx, "%s: needs a value",
+		    bad_option(argv, word, bad, sizeof(bad)));
+	case '?':
+		return fail(ctx, "%s: unknown option (see --help)",
+		    bad_option(argv, word, bad, sizeof(bad)));
+	}
+	i = (size_t)(c - OPT_BASE);
+	ctx->cli[i] = options[i].kind == K_BOOL ? "1" : optarg;
+	return 0;
+}
+
+/*
+ * Options may come before and after JOBDIR; the first word after JOBDIR
+ * that is no option (or whatever follows "--") starts the command.
+ */
+static int
+parse_cmdline(struct loadctx *ctx, int argc, char **argv)
+{
+	struct option lo[2 * NOPTS + 3];
+	char under[NOPTS][32];
+	const char *jobdir = NULL;
+	int c, r, word;
+
+	build_longopts(lo, under);
+	optind = 0;	/* glibc: start afresh, config_load may run twice */
+	opterr = 0;
+	for (;;) {
+		for (;;) {
+			word = optind > 0 ? optind : 1;
+			c = getopt_long(argc, argv, "+:hmr:t:", lo, NULL);
+			if (c == -1)
+				break;
+			if ((r = cli_option(ctx, c, argv, word)) != 0)
+				return r;
+		}
+		if (jobdir != NULL || optind >= argc)
+			break;
+		jobdir = argv[optind++];
+	}
+	if (jobdir == NULL)
+		return fail(ctx, "JOBDIR: missing (see --help)");
+	ctx->cmd = argv + optind;
+	ctx->ncmd = argc - optind;
+	return set_jobdir(ctx, jobdir);
+}
+
+static char **
+dup_argv(const char *first, char **rest, int nrest)
+{
+	char **v;
+	int i, n = 0;
+
+	if ((v = calloc(nrest + 2, sizeof(*v))) == NULL)
+		return NULL;
+	if (first != NULL && (v[n++] = strdup(first)) == NULL)
+		goto nomem;
+	for (i = 0; i < nrest; i++)
+		if ((v[n++] = strdup(rest[i])) == NULL)
+			goto nomem;
+	return v;
+nomem:
+	while (n > 0)
+		free(v[--n]);
+	free(v);
+	return NULL;
+}
+
+/* A command on the command line replaces job.ini's and its args. */
+static int
+build_argv(struct loadctx *ctx)
+{
+	struct job_config *cfg = ctx->cfg;
+
+	if (ctx->ncmd > 0) {
+		cfg->argv = dup_argv(NULL, ctx->cmd, ctx->ncmd);
+		cfg->argc = ctx->ncmd;
+	} else if (ctx->ini_entry != NULL) {
+		cfg->argv = dup_argv(ctx->ini_entry, ctx->ini_args,
+		    ctx->ini_nargs);
+		cfg->argc = ctx->ini_nargs + 1;
+	} else
+		return fail(ctx, "%s: entrypoint: missing (give one in job.ini "
+		    "or after --)", cfg->config_path);
+	if (cfg->argv == NULL) {
+		cfg->argc = 0;
+		return fail(ctx, "%s", strerror(ENOMEM));
+	}
+	return 0;
+}
+
+static int
+validate(struct loadctx *ctx)
+{
+	struct job_config *cfg = ctx->cfg;
+
+	if (cfg->no_python && cfg->module)
+		return fail(ctx, "Don't use both the '--no-python' flag and "
+		    "the '--module' flag at the same time.");
+	if (cfg->standalone) {
+		if (cfg->nnodes_max > 1)
+			return fail(ctx, "--standalone: runs one node, but "
+			    "--nnodes is %u:%u", cfg->nnodes_min,
+			    cfg->nnodes_max);
+		/* As torchrun: a private rendezvous on this host. */
+		strlcpy(cfg->rdzv_backend, "static",
+		    sizeof(cfg->rdzv_backend));
+		cfg->rdzv_endpoint[0] = '\0';
+	}
+	if (strcmp(cfg->rdzv_backend, "static") != 0)
+		return fail(ctx, "rdzv_backend: %s: not available in this "
+		    "version", cfg->rdzv_backend);
+	if (cfg->nnodes_min != cfg->nnodes_max)
+		return fail(ctx, "--nnodes %u:%u: the static rendezvous needs "
+		    "a fixed number of nodes", cfg->nnodes_min,
+		    cfg->nnodes_max);
+	if (cfg->node_rank >= cfg->nnodes_max)
+		return fail(ctx, "--node-rank %u: must be below --nnodes %u",
+		    cfg->node_rank, cfg->nnodes_max);
+	if (cfg->restart_delay_max_ms < cfg->restart_delay_ms)
+		return fail(ctx, "--restart-delay-max %ums: below "
+		    "--restart-delay %ums", cfg->restart_delay_max_ms,
+		    cfg->restart_delay_ms);
+	return 0;
+}
+
+static void
+free_strv(char **v, int n)
+{
+	int i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int
+config_load(struct job_config *cfg, int argc, char **argv, char **envp,
+    char *err, size_t errlen)
+{
+	struct loadctx ctx;
+	int r;
+
+	memset(cfg, 0, sizeof(*cfg));
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = cfg;
+	ctx.err = err;
+	ctx.errlen = errlen;
+	ctx.last_key = -1;
+	if (errlen > 0)
+		err[0] = '\0';
+
+	if ((r = parse_cmdline(&ctx, argc, argv)) != 0)
+		return r;
+	set_defaults(cfg);
+	r = 0;
+	if (load_ini(&ctx) == -1 || load_env(&ctx, envp) == -1 ||
+	    load_cli(&ctx) == -1 || validate(&ctx) == -1 ||
+	    build_argv(&ctx) == -1) {
+		config_free(cfg);
+		r = -1;
+	}
+	free(ctx.ini_entry);
+	free_strv(ctx.ini_args, ctx.ini_nargs);
+	return r;
+}
+
+void
+config_free(struct job_config *cfg)
+{
+	int i;
+
+	free_strv(cfg->argv, cfg->argc);
+	cfg->argv = NULL;
+	cfg->argc = 0;
+	for (i = 0; i < cfg->nextra_env; i++) {
+		free(cfg->extra_env[i].name);
+		free(cfg->extra_env[i].value);
+	}
+	cfg->nextra_env = 0;
+}
+
+void
+config_usage(FILE *fp)
+{
+	fputs(
+"usage: esv-supervise [options] JOBDIR [--] [entrypoint [args...]]\n"
+"\n"
+"Settings come from defaults, JOBDIR/job.ini, PET_<OPTION> variables and\n"
+"these options, each overriding the one before (see esv-job.ini(5)).\n"
+"\n"
+"  --nproc-per-node N|auto|cpu|gpu  workers on this node (1)\n"
+"  --nnodes N|MIN:MAX               nodes in the job (1:1)\n"
+"  --node-rank N                    rank of this node (0)\n"
+"  --master-addr ADDR               MASTER_ADDR for the workers (127.0.0.1)\n"
+"  --master-port PORT               MASTER_PORT (29500)\n"
+"  --max-restarts N                 group restarts after a failure (0)\n"
+"  --role NAME                      worker role (default)\n"
+"  --rdzv-id ID                     run id (none)\n"
+"  --rdzv-backend NAME              rendezvous backend (static)\n"
+"  --rdzv-endpoint HOST:PORT        rendezvous endpoint\n"
+"  --rdzv-conf K=V,...              rendezvous settings\n"
+"  --standalone                     one node on its own\n"
+"  --log-dir DIR                    worker logs (JOBDIR/logs)\n"
+"  -r, --redirects SPEC             0..3 or LOCAL_RANK:0..3,... (0)\n"
+"  -t, --tee SPEC                   same syntax as --redirects (0)\n"
+"  --log-line-prefix-template TMPL  prefix of tee'd lines\n"
+"                                   ([${role_name}${local_rank}]:)\n"
+"  --local-ranks-filter 0,2         ranks shown on the console (all)\n"
+"  --no-python                      run the entrypoint itself\n"
+"  -m, --module                     run the entrypoint as python3 -m\n"
+"  --python PATH                    the interpreter (python3)\n"
+"  --monitor-interval SECONDS       accepted for torchrun, unused\n"
+"  --shutdown-timeout DURATION      stop signal to SIGKILL (30s)\n"
+"  --signals-to-handle LIST         forwarded signals\n"
+"                                   (SIGTERM,SIGINT,SIGHUP,SIGQUIT)\n"
+"  --restart-delay DURATION         first restart delay (0: none)\n"
+"  --restart-delay-max DURATION     longest restart delay (60s)\n"
+"  --restart-reset DURATION         a run this long resets the delay (60s)\n"
+"  -h, --help                       this text\n"
+"  --version                        the version\n"
+"\n"
+"Long options also take underscores (--nproc_per_node) and --opt=value.\n",
+	    fp);
+}
+
+int
+std_for_rank(const char *spec, unsigned local_rank)
+{
+	const char *p;
+	int std = 0;
+
+	if (!std_spec_valid(spec))
+		return -1;
+	if (spec[1] == '\0')
+		return spec[0] - '0';
+	/* "r:v" pairs, four characters apart; the last one for a rank wins. */
+	for (p = spec; *p != '\0'; p += p[3] == ',' ? 4 : 3)
+		if ((unsigned)(p[0] - '0') == local_rank)
+			std = p[2] - '0';
+	return std;
+}
+
+/* torch's ^[0123]$ or ^(\d:[0123],)*(\d:[0123])$ */
+bool
+std_spec_valid(const char *spec)
+{
+	const char *p = spec;
+
+	if (p[0] >= '0' && p[0] <= '3' && p[1] == '\0')
+		return true;
+	for (;;) {
+		if (!isdigit((unsigned char)p[0]) || p[1] != ':' ||
+		    p[2] < '0' || p[2] > '3')
+			return false;
+		if (p[3] == '\0')
+			return true;
+		if (p[3] != ',')
+			return false;
+		p += 4;
+	}
+}
+
+bool
+rank_in_filter(const char *filter, unsigned local_rank)
+{
+	return *filter == '\0' || filter_scan(filter, local_rank) == 1;
+}
+
+long long
+parse_duration_ms(const char *s)
+{
+	static const struct {
+		const char	*suffix;
+		double		 ms;
+	} units[] = {
+		{ "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 },
+		{ "h", 3600000 },
+	};
+	const char *p = s;
+	char num[64];
+	double x;
+	size_t i, len;
+
+	/* strtod alone would take signs, blanks, "inf" and hex. */
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++)
+			;
+	len = (size_t)(p - s);
+	if (len == 0 || len >= sizeof(num) || (len == 1 && *s == '.'))
+		return -1;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	x = strtod(num, NULL);
+	for (i = 0; i < NELEM(units); i++) {
+		if (strcmp(p, units[i].suffix) != 0)
+			continue;
+		x = round(x * units[i].ms);
+		return x >= 0x1p62 ? -1 : (long long)x;
+	}
+	return -1;
+}

@@ -1,0 +1,97 @@
+/*
+ * The job's configuration: defaults, then JOBDIR/job.ini, then PET_*
+ * environment variables, then the command line (torchrun's option names).
+ * The format of job.ini is documented in esv-job.ini(5).
+ */
+#ifndef ESV_CONFIG_H
+#define ESV_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define ESV_MAX_SIGNALS		16
+#define ESV_MAX_NPROC		4096
+#define ESV_MAX_EXTRA_ENV	256
+
+struct env_pair {
+	char	*name;
+	char	*value;
+};
+
+struct job_config {
+	char	 jobdir[PATH_MAX];
+	char	 config_path[PATH_MAX];	/* JOBDIR/job.ini, may not exist */
+
+	/* What to run: entrypoint followed by its arguments, unsubstituted. */
+	char	**argv;
+	int	 argc;
+	bool	 no_python;		/* exec argv[0] itself */
+	bool	 module;		/* python3 -u -m argv[0] ... */
+	char	 python[PATH_MAX];	/* $PYTHON_EXEC, else "python3" */
+
+	unsigned nproc_per_node;
+	unsigned nnodes_min, nnodes_max;
+	unsigned node_rank;
+	char	 master_addr[256];
+	unsigned master_port;
+	bool	 master_port_set;	/* false: pick a free port (1 node only) */
+	unsigned max_restarts;
+	char	 role[64];
+	char	 run_id[128];
+	char	 rdzv_backend[32];	/* only "static" in this version */
+	char	 rdzv_endpoint[256];
+	char	 rdzv_conf[1024];
+	bool	 standalone;
+
+	char	 log_dir[PATH_MAX];	/* "" means JOBDIR/logs */
+	char	 redirects[128];	/* torch Std syntax: "3" or "0:1,1:2" */
+	char	 tee[128];
+	char	 log_line_prefix[256];	/* ${role_name} ${local_rank} ${rank} */
+	char	 local_ranks_filter[256];	/* "" = all ranks on the console */
+
+	unsigned shutdown_timeout_ms;	/* SIGTERM to SIGKILL, default 30000 */
+	int	 signals[ESV_MAX_SIGNALS];	/* forwarded to the workers */
+	int	 nsignals;
+
+	/* Restart backoff; restart_delay_ms == 0 means restart at once. */
+	unsigned restart_delay_ms;
+	unsigned restart_delay_max_ms;
+	unsigned restart_reset_ms;	/* an attempt this long resets it */
+
+	double	 monitor_interval;	/* accepted and ignored: event-driven */
+
+	/* [env] section: extra variables for the workers. */
+	struct env_pair extra_env[ESV_MAX_EXTRA_ENV];
+	int	 nextra_env;
+};
+
+/*
+ * Fill cfg from defaults, JOBDIR/job.ini, the environment (PET_*,
+ * PYTHON_EXEC, TORCH_ELASTIC_SHUTDOWN_TIMEOUT, TORCHELASTIC_SIGNALS_TO_HANDLE,
+ * TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE) and argv, in that order of rising
+ * precedence, then validate.  envp is the environment to read.
+ * On error: writes one line "file:line: key: why" or "option: why" into
+ * err and returns -1 (the caller exits 100).  Returns 1 when --help was
+ * asked for (usage already printed to stdout), 0 otherwise.
+ */
+int	config_load(struct job_config *cfg, int argc, char **argv,
+	    char **envp, char *err, size_t errlen);
+void	config_free(struct job_config *cfg);
+void	config_usage(FILE *fp);
+
+/*
+ * torch's Std bitmask for one local rank, from a --redirects/--tee value
+ * ("0".."3" for all ranks, or "0:3,1:1" per rank; missing ranks get 0).
+ * Returns -1 when spec is malformed.
+ */
+int	std_for_rank(const char *spec, unsigned local_rank);
+bool	std_spec_valid(const char *spec);
+/* Whether local_rank passes a "0,2" filter; an empty filter passes all. */
+bool	rank_in_filter(const char *filter, unsigned local_rank);
+
+/* "30", "30s", "500ms", "2m", "1.5s" to milliseconds; -1 on error. */
+long long parse_duration_ms(const char *s);
+
+#endif

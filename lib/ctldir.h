@@ -1,0 +1,60 @@
+/*
+ * The control directory of a job, relative to JOBDIR.  Every path is named
+ * here once; the formats are documented in esv-control(5).
+ *
+ * supervise/ is runit's layout, so that runit's sv(8) drives a job:
+ *   lock       flock(2)ed by the supervisor for its life
+ *   control    FIFO of one-letter commands (runit and s6 letters)
+ *   ok         FIFO the supervisor holds open for reading ("is it up?")
+ *   status     runit's 20-byte binary record (statusrec.h)
+ *   stat       runit's text: "run", "down", plus ", paused", ", got TERM", ...
+ *   pid        pid of the group's representative worker (local rank 0), or empty
+ * and esv's own files beside them:
+ *   state      key=value: the group (ESV_STATE_* keys below)
+ *   group.lock flock(2)ed by the supervisor and inherited by every worker:
+ *              held while any worker of the job lives
+ *   pgids      the process groups of the running workers, one per line
+ *   failure.json  the last failure summary
+ * event/       s6-style fifodir: listeners get one byte per event
+ * workers/<local_rank>/{state,env/,error.json}
+ * down         present: start with the group down (as runit and s6)
+ */
+#ifndef ESV_CTLDIR_H
+#define ESV_CTLDIR_H
+
+#define ESV_JOB_INI		"job.ini"
+#define ESV_DOWN_FILE		"down"
+#define ESV_SUPERVISE_DIR	"supervise"
+#define ESV_LOCK		"supervise/lock"
+#define ESV_GROUP_LOCK		"supervise/group.lock"
+#define ESV_CONTROL		"supervise/control"
+#define ESV_OK			"supervise/ok"
+#define ESV_STATUS		"supervise/status"
+#define ESV_STAT		"supervise/stat"
+#define ESV_PID			"supervise/pid"
+#define ESV_STATE		"supervise/state"
+#define ESV_PGIDS		"supervise/pgids"
+#define ESV_FAILURE		"supervise/failure.json"
+#define ESV_EVENT_DIR		"event"
+#define ESV_WORKERS_DIR		"workers"
+#define ESV_DEFAULT_LOG_DIR	"logs"	/* not "log": sv(8) reads log/ as a logger */
+
+/* Bytes broadcast into event/ (s6 uses s, u, d, x the same way). */
+#define ESV_EVENT_START		's'	/* supervisor started */
+#define ESV_EVENT_UP		'u'	/* every worker of an attempt spawned */
+#define ESV_EVENT_DOWN		'd'	/* every worker of an attempt gone */
+#define ESV_EVENT_FINISHED	'f'	/* the job ended: succeeded or failed */
+#define ESV_EVENT_EXIT		'x'	/* supervisor exiting */
+
+/*
+ * Values of "state=" in supervise/state and what they mean for the group:
+ *   down       no worker runs, none will start until "u"
+ *   running    workers are running
+ *   stopping   signalled, waiting for every worker to go
+ *   backoff    waiting out a restart delay
+ *   succeeded  every worker exited 0; the job is over
+ *   failed     the restart budget is spent; the job is over
+ * workers/N/state "state=": starting, running, succeeded, failed, stopped.
+ */
+
+#endif

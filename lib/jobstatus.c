@@ -1,0 +1,439 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ctldir.h"
+#include "jobstatus.h"
+#include "kvfile.h"
+
+/* Names and paths: a run id such as "42" must not turn into a number. */
+static const char *const string_keys[] = {
+	"state", "want", "run_id", "role", "rdzv_backend", "master_addr",
+	"attempt_dir", "error_file", "signal", "endpoint", NULL
+};
+static const char *const list_keys[] = { "pids", "pgids", NULL };
+
+static int
+in_list(const char *const *list, const char *key)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(*list, key) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+job_path(char *buf, size_t size, const char *jobdir, const char *rel)
+{
+	if ((size_t)snprintf(buf, size, "%s/%s", jobdir, rel) >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int
+jobstatus_probe(const char *jobdir)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (job_path(path, sizeof(path), jobdir, ESV_OK) == -1)
+		return -1;
+	/* Opening a FIFO to write without blocking needs a reader. */
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENXIO || errno == ENOENT || errno == ENOTDIR ?
+		    0 : -1;
+	close(fd);
+	return 1;
+}
+
+/* JSON strings must be UTF-8; a path in another encoding stays readable. */
+static json_t *
+json_text(const char *s)
+{
+	json_t *j;
+	char *copy, *p;
+
+	if ((j = json_string(s)) != NULL)
+		return j;
+	if ((copy = strdup(s)) == NULL)
+		return NULL;
+	for (p = copy; *p != '\0'; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+static int
+is_decimal(const char *s)
+{
+	size_t n;
+
+	if (*s == '-')
+		s++;
+	if ((n = strspn(s, "0123456789")) == 0 || s[n] != '.')
+		return 0;
+	s += n + 1;
+	return (n = strspn(s, "0123456789")) > 0 && s[n] == '\0';
+}
+
+static json_t *
+json_scalar(const char *v)
+{
+	const char *errstr;
+	long long n;
+
+	if (*v == '\0')
+		return json_null();
+	if (v[strspn(v, "-0123456789")] == '\0') {
+		n = strtonum(v, LLONG_MIN, LLONG_MAX, &errstr);
+		if (errstr == NULL)
+			return json_integer(n);
+	}
+	if (is_decimal(v))
+		return json_real(strtod(v, NULL));
+	return json_text(v);
+}
+
+static json_t *
+json_scalar_list(const char *v)
+{
+	json_t *a;
+	char *copy, *p, *item;
+
+	if ((a = json_array()) == NULL || (copy = strdup(v)) == NULL) {
+		json_decref(a);
+		return NULL;
+	}
+	for (p = copy; (item = strsep(&p, " \t")) != NULL; ) {
+		if (*item == '\0')
+			continue;
+		if (json_array_append_new(a, json_scalar(item)) == -1) {
+			json_decref(a);
+			a = NULL;
+			break;
+		}
+	}
+	free(copy);
+	return a;
+}
+
+static json_t *
+kv_to_json(const struct kvlist *kl)
+{
+	const struct kvpair *kp;
+	json_t *o, *v;
+	size_t i;
+
+	if ((o = json_object()) == NULL)
+		return NULL;
+	for (i = 0; i < kl->n; i++) {
+		kp = &kl->pairs[i];
+		/* Anything but a well-formed key is noise, ignored as unknown. */
+		if (kp->key[strspn(kp->key, "abcdefghijklmnopqrstuvwxyz0123456789_")]
+		    != '\0')
+			continue;
+		if (in_list(list_keys, kp->key))
+			v = json_scalar_list(kp->value);
+		else if (in_list(string_keys, kp->key))
+			v = json_text(kp->value);
+		else
+			v = json_scalar(kp->value);
+		if (json_object_set_new(o, kp->key, v) == -1) {
+			json_decref(o);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* *out is NULL when the file does not exist.  0 or -1/errno. */
+static int
+load_kv(const char *jobdir, const char *rel, json_t **out)
+{
+	struct kvlist kl;
+	char path[PATH_MAX];
+
+	*out = NULL;
+	if (job_path(path, sizeof(path), jobdir, rel) == -1)
+		return -1;
+	if (kv_read(path, &kl) == -1)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	*out = kv_to_json(&kl);
+	kv_list_free(&kl);
+	return *out == NULL ? -1 : 0;
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The local ranks that have a directory under workers/, sorted. */
+static int
+worker_ranks(const char *jobdir, int **ranks, size_t *n)
+{
+	char path[PATH_MAX], canon[16];
+	struct dirent *de;
+	const char *errstr;
+	size_t cap = 0;
+	int *nr, r;
+	DIR *d;
+
+	*ranks = NULL;
+	*n = 0;
+	if (job_path(path, sizeof(path), jobdir, ESV_WORKERS_DIR) == -1)
+		return -1;
+	if ((d = opendir(path)) == NULL)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	while ((de = readdir(d)) != NULL) {
+		r = (int)strtonum(de->d_name, 0, INT_MAX, &errstr);
+		snprintf(canon, sizeof(canon), "%d", r);
+		if (errstr != NULL || strcmp(canon, de->d_name) != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((nr = reallocarray(*ranks, cap, sizeof(*nr))) == NULL) {
+				closedir(d);
+				free(*ranks);
+				*ranks = NULL;
+				return -1;
+			}
+			*ranks = nr;
+		}
+		(*ranks)[(*n)++] = r;
+	}
+	closedir(d);
+	qsort(*ranks, *n, sizeof(**ranks), cmp_int);
+	return 0;
+}
+
+static json_t *
+load_workers(const char *jobdir)
+{
+	char rel[PATH_MAX];
+	json_t *a, *w;
+	size_t i, n;
+	int *ranks;
+
+	if (worker_ranks(jobdir, &ranks, &n) == -1)
+		return NULL;
+	if ((a = json_array()) == NULL)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		snprintf(rel, sizeof(rel), "%s/%d/state", ESV_WORKERS_DIR,
+		    ranks[i]);
+		if (load_kv(jobdir, rel, &w) == -1)
+			goto fail;
+		if (w == NULL)
+			continue;
+		if (json_object_get(w, "local_rank") == NULL &&
+		    json_object_set_new(w, "local_rank",
+		    json_integer(ranks[i])) == -1) {
+			json_decref(w);
+			goto fail;
+		}
+		if (json_array_append_new(a, w) == -1)
+			goto fail;
+	}
+	free(ranks);
+	return a;
+fail:
+	free(ranks);
+	json_decref(a);
+	return NULL;
+}
+
+json_t *
+jobstatus_load(const char *jobdir)
+{
+	json_t *st, *job, *workers;
+	int up;
+
+	if ((up = jobstatus_probe(jobdir)) == -1)
+		return NULL;
+	if (load_kv(jobdir, ESV_STATE, &job) == -1)
+		return NULL;
+	if ((workers = load_workers(jobdir)) == NULL) {
+		json_decref(job);
+		return NULL;
+	}
+	if ((st = json_object()) == NULL ||
+	    json_object_set_new(st, "jobdir", json_text(jobdir)) == -1 ||
+	    json_object_set_new(st, "supervisor",
+	    json_string(up ? "running" : "not running")) == -1 ||
+	    json_object_set_new(st, "job", job ? job : json_null()) == -1 ||
+	    json_object_set_new(st, "workers", workers) == -1) {
+		/* set_new consumed what it was given; drop what is left. */
+		if (st == NULL) {
+			json_decref(job);
+			json_decref(workers);
+		}
+		json_decref(st);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return st;
+}
+
+/* The text of a scalar field, or NULL when absent, null or empty. */
+static const char *
+field(const json_t *o, const char *key, char *buf, size_t size)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (json_is_integer(v))
+		snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, size, "%.3f", json_real_value(v));
+	else if (json_is_string(v) && json_string_length(v) > 0)
+		return json_string_value(v);
+	else
+		return NULL;
+	return buf;
+}
+
+static void
+print_field(FILE *fp, const json_t *o, const char *key, const char *label)
+{
+	char buf[64];
+	const char *v;
+
+	if ((v = field(o, key, buf, sizeof(buf))) != NULL)
+		fprintf(fp, "%s%s", label, v);
+}
+
+/* Whole seconds from then to now; clocks of two hosts may disagree. */
+static int
+seconds_since(const json_t *o, const char *key, double now, long long *secs)
+{
+	json_t *v = json_object_get(o, key);
+	double d;
+
+	if (!json_is_number(v))
+		return 0;
+	d = now - json_number_value(v);
+	*secs = d > 0 ? (long long)d : 0;
+	return 1;
+}
+
+static void
+print_job_details(FILE *fp, const json_t *job, double now)
+{
+	json_t *v;
+	char b1[64], b2[64];
+	const char *x, *y;
+	long long secs;
+
+	if ((v = json_object_get(job, "paused")) != NULL &&
+	    json_is_integer(v) && json_integer_value(v) != 0)
+		fputs(", paused", fp);
+	print_field(fp, job, "attempt", ", attempt ");
+	if ((x = field(job, "restart_count", b1, sizeof(b1))) != NULL) {
+		fprintf(fp, ", restarts %s", x);
+		print_field(fp, job, "max_restarts", "/");
+	}
+	if ((v = json_object_get(job, "manual_restarts")) != NULL &&
+	    json_is_integer(v) && json_integer_value(v) != 0)
+		fprintf(fp, ", manual restarts %lld",
+		    (long long)json_integer_value(v));
+	x = field(job, "group_rank", b1, sizeof(b1));
+	y = field(job, "group_world_size", b2, sizeof(b2));
+	if (x != NULL && y != NULL)
+		fprintf(fp, ", node %s/%s", x, y);
+	print_field(fp, job, "world_size", ", world ");
+	if ((x = field(job, "master_addr", b1, sizeof(b1))) != NULL) {
+		fprintf(fp, ", master %s", x);
+		print_field(fp, job, "master_port", ":");
+	}
+	print_field(fp, job, "round", ", round ");
+	print_field(fp, job, "nodes_waiting", ", nodes waiting ");
+	print_field(fp, job, "endpoint", ", rendezvous ");
+	if ((v = json_object_get(job, "next_start")) != NULL &&
+	    json_is_number(v)) {
+		secs = json_number_value(v) > now ?
+		    (long long)(json_number_value(v) - now + 0.999) : 0;
+		fprintf(fp, ", restart in %llds", secs);
+	}
+	print_field(fp, job, "exit_code", ", exit ");
+	print_field(fp, job, "want", ", want ");
+}
+
+void
+jobstatus_print_job(FILE *fp, const json_t *st, double now)
+{
+	const json_t *job = json_object_get(st, "job");
+	const char *jobdir, *sup, *state, *pid;
+	char b1[64], b2[64];
+	long long secs;
+	int up;
+
+	jobdir = json_string_value(json_object_get(st, "jobdir"));
+	sup = json_string_value(json_object_get(st, "supervisor"));
+	up = sup != NULL && strcmp(sup, "running") == 0;
+	fprintf(fp, "%s: ", jobdir != NULL ? jobdir : "?");
+	if (!json_is_object(job)) {
+		fputs(up ? "supervisor running, no state yet\n" :
+		    "not running\n", fp);
+		return;
+	}
+	if (!up)
+		fputs("not running, last state: ", fp);
+	state = field(job, "state", b1, sizeof(b1));
+	fputs(state != NULL ? state : "unknown", fp);
+	if (up && (pid = field(job, "supervisor_pid", b2, sizeof(b2))) != NULL)
+		fprintf(fp, " (pid %s)", pid);
+	if (seconds_since(job, "since", now, &secs))
+		fprintf(fp, " %llds", secs);
+	print_job_details(fp, job, now);
+	fputc('\n', fp);
+}
+
+static void
+print_worker(FILE *fp, const json_t *w, double now)
+{
+	char b1[64], b2[64];
+	const char *lr, *state;
+	long long secs;
+
+	lr = field(w, "local_rank", b1, sizeof(b1));
+	state = field(w, "state", b2, sizeof(b2));
+	fprintf(fp, "  worker %s: %s", lr != NULL ? lr : "?",
+	    state != NULL ? state : "unknown");
+	print_field(fp, w, "rank", ", rank ");
+	if (state != NULL && (strcmp(state, "running") == 0 ||
+	    strcmp(state, "starting") == 0)) {
+		print_field(fp, w, "pid", ", pid ");
+		if (seconds_since(w, "started", now, &secs))
+			fprintf(fp, ", %llds", secs);
+	} else {
+		print_field(fp, w, "exit_code", ", exit ");
+		print_field(fp, w, "signal", ", signal ");
+	}
+	fputc('\n', fp);
+}
+
+void
+jobstatus_print_workers(FILE *fp, const json_t *st, double now)
+{
+	const json_t *workers = json_object_get(st, "workers");
+	size_t i;
+
+	for (i = 0; i < json_array_size(workers); i++)
+		print_worker(fp, json_array_get(workers, i), now);
+}

@@ -1,0 +1,40 @@
+/*
+ * A job's status as one JSON object, read from its control directory
+ * (esv-control(5)); esv-ctl prints it and esv-healthd serves it, so both
+ * say the same thing:
+ *
+ *   {"jobdir": "...", "supervisor": "running" | "not running",
+ *    "job": {every key of supervise/state} | null,
+ *    "workers": [{every key of workers/N/state}, ...]}
+ *
+ * Values that are integers become JSON integers and decimal fractions
+ * (wall-clock times) JSON reals; empty values become null; pids and pgids
+ * become arrays of integers; names and paths (ESV's string keys) stay
+ * strings whatever they look like.  Workers come in local-rank order.
+ */
+#ifndef ESV_JOBSTATUS_H
+#define ESV_JOBSTATUS_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+/*
+ * Is a supervisor serving jobdir?  Probes supervise/ok as runit's sv(8):
+ * 1 yes, 0 no (no reader, or never supervised), -1/errno if unknown.
+ */
+int	 jobstatus_probe(const char *jobdir);
+
+/* Read jobdir's state files.  A new reference, or NULL/errno. */
+json_t	*jobstatus_load(const char *jobdir);
+
+/*
+ * The human form, for a status object and the wall-clock time now:
+ * "JOBDIR: running (pid 1234) 12s, attempt 2, ..., want up\n" and, for
+ * jobstatus_print_workers, "  worker 0: running, rank 0, pid 1235, 5s\n"
+ * per worker.
+ */
+void	 jobstatus_print_job(FILE *fp, const json_t *st, double now);
+void	 jobstatus_print_workers(FILE *fp, const json_t *st, double now);
+
+#endif

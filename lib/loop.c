@@ -1,0 +1,104 @@
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+int
+loop_init(struct loop *lp)
+{
+	lp->epfd = epoll_create1(EPOLL_CLOEXEC);
+	return lp->epfd == -1 ? -1 : 0;
+}
+
+int
+loop_add(struct loop *lp, struct watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	return epoll_ctl(lp->epfd, EPOLL_CTL_ADD, w->fd, &ev);
+}
+
+int
+loop_del(struct loop *lp, struct watch *w)
+{
+	return epoll_ctl(lp->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+}
+
+int
+loop_once(struct loop *lp, int timeout_ms)
+{
+	struct epoll_event evs[64];
+	struct watch *w;
+	int i, n;
+
+	n = epoll_wait(lp->epfd, evs, 64, timeout_ms);
+	if (n == -1)
+		return errno == EINTR ? 0 : -1;
+	for (i = 0; i < n; i++) {
+		w = evs[i].data.ptr;
+		w->fn(w, evs[i].events);
+	}
+	return n;
+}
+
+int
+timer_open(void)
+{
+	return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+int
+timer_arm_ms(int tfd, long long ms)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	if (ms >= 0) {
+		/* An all-zero it_value would disarm: fire a nanosecond later. */
+		its.it_value.tv_sec = ms / 1000;
+		its.it_value.tv_nsec = (ms % 1000) * 1000000L;
+		if (ms == 0)
+			its.it_value.tv_nsec = 1;
+	}
+	return timerfd_settime(tfd, 0, &its, NULL);
+}
+
+void
+timer_ack(int tfd)
+{
+	uint64_t n;
+
+	(void)!read(tfd, &n, sizeof(n));
+}
+
+int
+signals_open(const sigset_t *set)
+{
+	if (sigprocmask(SIG_BLOCK, set, NULL) == -1)
+		return -1;
+	return signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double
+wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}

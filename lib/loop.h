@@ -1,0 +1,44 @@
+/*
+ * The one event-loop idiom of esv: epoll over fds that each carry their
+ * handler, with signalfd for signals and timerfd for deadlines.
+ */
+#ifndef ESV_LOOP_H
+#define ESV_LOOP_H
+
+#include <signal.h>
+#include <stdint.h>
+
+struct watch;
+typedef void	watch_fn(struct watch *w, uint32_t events);
+
+struct watch {
+	int		 fd;
+	watch_fn	*fn;
+	void		*ctx;
+};
+
+struct loop {
+	int	epfd;
+};
+
+int	loop_init(struct loop *lp);
+int	loop_add(struct loop *lp, struct watch *w, uint32_t events);
+int	loop_del(struct loop *lp, struct watch *w);
+/* Wait for events (timeout_ms -1: forever) and run their handlers. */
+int	loop_once(struct loop *lp, int timeout_ms);
+
+/* A CLOCK_MONOTONIC timerfd, non-blocking, close-on-exec. */
+int	timer_open(void);
+/* One-shot in ms from now (0 still fires, at once); disarm with -1. */
+int	timer_arm_ms(int tfd, long long ms);
+/* Consume the expiration count so the fd stops being readable. */
+void	timer_ack(int tfd);
+
+/* Block set and return a signalfd for it. */
+int	signals_open(const sigset_t *set);
+
+/* Milliseconds on CLOCK_MONOTONIC; and wall time as a double. */
+long long	mono_ms(void);
+double		wall_now(void);
+
+#endif

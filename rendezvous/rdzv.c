@@ -1,0 +1,80 @@
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rdzv.h"
+
+extern const struct rdzv_backend rdzv_static_backend;
+
+static const struct rdzv_backend *const backends[] = {
+	&rdzv_static_backend,
+};
+
+int
+rdzv_open(struct rdzv *rz, const struct job_config *cfg, struct loop *lp,
+    const struct rdzv_callbacks *cb, char *err, size_t errlen)
+{
+	size_t i;
+
+	memset(rz, 0, sizeof(*rz));
+	rz->cfg = cfg;
+	rz->loop = lp;
+	rz->cb = *cb;
+	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (strcmp(backends[i]->name, cfg->rdzv_backend) == 0)
+			rz->be = backends[i];
+	if (rz->be == NULL) {
+		snprintf(err, errlen, "rdzv_backend: %s: unknown backend",
+		    cfg->rdzv_backend);
+		return -1;
+	}
+	return rz->be->open(rz, err, errlen);
+}
+
+int
+rdzv_join(struct rdzv *rz)
+{
+	return rz->be->join(rz);
+}
+
+unsigned
+rdzv_nodes_waiting(struct rdzv *rz)
+{
+	return rz->be->nodes_waiting ? rz->be->nodes_waiting(rz) : 0;
+}
+
+void
+rdzv_close(struct rdzv *rz, bool job_over)
+{
+	if (rz->be != NULL && rz->be->close != NULL)
+		rz->be->close(rz, job_over);
+}
+
+unsigned
+rdzv_free_port(const char *addr)
+{
+	struct addrinfo hints, *res;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	unsigned port = 0;
+	int fd;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if (getaddrinfo(addr, "0", &hints, &res) != 0)
+		return 0;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd != -1 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		port = ntohs(ss.ss_family == AF_INET6 ?
+		    ((struct sockaddr_in6 *)&ss)->sin6_port :
+		    ((struct sockaddr_in *)&ss)->sin_port);
+	if (fd != -1)
+		close(fd);
+	freeaddrinfo(res);
+	return port;
+}

@@ -1,0 +1,55 @@
+/*
+ * torchrun's "static" rendezvous: every node knows its rank and the node
+ * count, so a round needs no traffic at all.  MASTER_ADDR:MASTER_PORT is
+ * where worker rank 0 will host the store (TORCHELASTIC_USE_AGENT_STORE
+ * is False: no agent runs a store in this version).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "rdzv.h"
+
+static int
+static_open(struct rdzv *rz, char *err, size_t errlen)
+{
+	(void)rz;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static int
+static_join(struct rdzv *rz)
+{
+	const struct job_config *cfg = rz->cfg;
+	struct rdzv_round r;
+
+	memset(&r, 0, sizeof(r));
+	r.round = rz->rounds++;
+	if (ranks_assign_static(cfg->node_rank, cfg->nnodes_max,
+	    cfg->nproc_per_node, &r.ranks) == -1) {
+		rz->cb.failed(rz->cb.ctx, "node rank out of range");
+		return -1;
+	}
+	strlcpy(r.master_addr, cfg->master_addr, sizeof(r.master_addr));
+	r.master_port = cfg->master_port;
+	/*
+	 * One node and no port asked for: pick a free one at every round, so
+	 * two single-node jobs on a host never race for 29500 (torch's
+	 * auto-standalone does the same).
+	 */
+	if (!cfg->master_port_set && cfg->nnodes_max == 1) {
+		r.master_port = rdzv_free_port(cfg->master_addr);
+		if (r.master_port == 0)
+			r.master_port = cfg->master_port;
+	}
+	r.use_agent_store = false;
+	rz->cb.done(rz->cb.ctx, &r);
+	return 0;
+}
+
+const struct rdzv_backend rdzv_static_backend = {
+	.name = "static",
+	.open = static_open,
+	.join = static_join,
+};

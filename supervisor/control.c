@@ -1,0 +1,151 @@
+/*
+ * supervise/control: one byte per command, runit's and s6's letters
+ * (reference supervision.md §1.4).  Unknown bytes are reported and
+ * ignored; nothing a client writes can disturb the running workers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "ctldir.h"
+#include "fifodir.h"
+#include "msg.h"
+#include "supervise.h"
+
+static int
+make_fifo(struct supervisor *sv, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(sv->jobfd, name, &st, 0) == 0 && S_ISFIFO(st.st_mode))
+		return 0;
+	unlinkat(sv->jobfd, name, 0);
+	return mkfifoat(sv->jobfd, name, 0600);
+}
+
+void
+control_setup(struct supervisor *sv)
+{
+	const char *jd = sv->cfg->jobdir;
+	char path[PATH_MAX];
+
+	if (make_fifo(sv, ESV_CONTROL) == -1 || make_fifo(sv, ESV_OK) == -1)
+		die(111, "unable to create the FIFOs in %s/%s", jd,
+		    ESV_SUPERVISE_DIR);
+	sv->ctlfd = openat(sv->jobfd, ESV_CONTROL,
+	    O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	/* Our own writer: the FIFO never reads EOF when clients go. */
+	sv->ctlkeepfd = openat(sv->jobfd, ESV_CONTROL, O_WRONLY | O_CLOEXEC);
+	sv->okfd = openat(sv->jobfd, ESV_OK, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (sv->ctlfd == -1 || sv->ctlkeepfd == -1 || sv->okfd == -1)
+		die(111, "unable to open the FIFOs in %s/%s", jd,
+		    ESV_SUPERVISE_DIR);
+	pathf(path, sizeof(path), "%s/%s", jd, ESV_EVENT_DIR);
+	if (fifodir_make(path) == -1)
+		die(111, "unable to create %s", path);
+}
+
+static void
+command(struct supervisor *sv, unsigned char c, size_t pos)
+{
+	bool running = sv->state == G_RUNNING;
+
+	switch (c) {
+	case 'u':
+	case 'o':
+		sv->want = (char)c;
+		if (sv->state == G_DOWN)
+			group_start(sv);
+		break;
+	case 'd':
+		sv->want = 'd';
+		if (running)
+			group_stop(sv, SIGTERM, STOP_DOWN);
+		else if (sv->state == G_BACKOFF) {
+			timer_arm_ms(sv->timerw.fd, -1);
+			sv->state = G_DOWN;
+			report_group(sv);
+		} else
+			report_group(sv);
+		break;
+	case 'x':
+		sv->want_exit = true;
+		if (running)
+			group_stop(sv, SIGTERM, STOP_EXIT);
+		else if (sv->state != G_STOPPING)
+			supervisor_exit(sv, sv->exit_code);
+		break;
+	case 't':
+	case 'r':
+		if (running)
+			group_stop(sv, SIGTERM, STOP_MANUAL);
+		break;
+	case 'k':
+		if (running)
+			group_stop(sv, SIGKILL, STOP_MANUAL);
+		else if (sv->state == G_STOPPING)
+			group_signal(sv, SIGKILL);
+		break;
+	case 'p':
+		group_signal(sv, SIGSTOP);
+		sv->paused = true;
+		report_group(sv);
+		break;
+	case 'c':
+		group_signal(sv, SIGCONT);
+		sv->paused = false;
+		report_group(sv);
+		break;
+	case 'h': group_signal(sv, SIGHUP); break;
+	case 'a': group_signal(sv, SIGALRM); break;
+	case 'i': group_signal(sv, SIGINT); break;
+	case 'q': group_signal(sv, SIGQUIT); break;
+	case '1': group_signal(sv, SIGUSR1); break;
+	case '2': group_signal(sv, SIGUSR2); break;
+	case '\n':
+	case '\r':
+	case ' ':
+	case '\t':
+		break;		/* what `echo u > control` adds */
+	default:
+		if (c >= 0x20 && c < 0x7f)
+			warn_msg("%s/%s: byte %zu: unknown command '%c' "
+			    "ignored", sv->cfg->jobdir, ESV_CONTROL, pos, c);
+		else
+			warn_msg("%s/%s: byte %zu: unknown command 0x%02x "
+			    "ignored", sv->cfg->jobdir, ESV_CONTROL, pos, c);
+	}
+}
+
+void
+control_read(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+	static size_t pos;
+	unsigned char buf[256];
+	ssize_t n, i;
+	unsigned bad = 0;
+
+	(void)events;
+	while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
+		for (i = 0; i < n; i++, pos++) {
+			bool known = buf[i] != 0 &&
+			    strchr("uodxtrkpchaiq12\n\r \t", buf[i]) != NULL;
+
+			/* A flood of garbage gets a few lines, not thousands. */
+			if (!known && ++bad > 8) {
+				if (bad == 9)
+					warn_msg("%s/%s: more unknown commands "
+					    "ignored", sv->cfg->jobdir,
+					    ESV_CONTROL);
+				continue;
+			}
+			command(sv, buf[i], pos);
+		}
+	}
+}

@@ -1,0 +1,564 @@
+/*
+ * The worker group: start it, watch it, stop it, and decide what follows
+ * (reference torchelastic.md §6).  Any failure stops and restarts the
+ * whole group; nothing here blocks.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "ctldir.h"
+#include "msg.h"
+#include "sig.h"
+#include "subst.h"
+#include "supervise.h"
+#include "workerenv.h"
+
+/* After SIGKILL, how long a worker stuck in D state may hold us up. */
+#define KILL_GRACE_MS	5000
+
+static const char *const state_names[] = {
+	[G_DOWN] = "down", [G_RUNNING] = "running", [G_STOPPING] = "stopping",
+	[G_BACKOFF] = "backoff", [G_SUCCEEDED] = "succeeded",
+	[G_FAILED] = "failed",
+};
+
+static void
+set_state(struct supervisor *sv, enum group_state st)
+{
+	sv->state = st;
+	sv->since = wall_now();
+	report_group(sv);
+}
+
+void
+supervisor_exit(struct supervisor *sv, int code)
+{
+	sv->exiting = true;
+	report_group(sv);
+	report_event(sv, ESV_EVENT_EXIT);
+	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED || sv->state == G_FAILED);
+	/* Closing the guardian's pipe with no group recorded: it just exits. */
+	exit(code);
+}
+
+static int
+prepare_attempt_dir(struct supervisor *sv)
+{
+	char path[PATH_MAX];
+	unsigned i;
+
+	if (sv->run_dir[0] == '\0') {
+		char base[PATH_MAX];
+
+		if (sv->cfg->log_dir[0] != '\0')
+			strlcpy(base, sv->cfg->log_dir, sizeof(base));
+		else
+			pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
+			    ESV_DEFAULT_LOG_DIR);
+		if (mkdir_p(base, 0755) == -1) {
+			warn_sys("unable to create %s", base);
+			return -1;
+		}
+		pathf(sv->run_dir, sizeof(sv->run_dir), "%s/%s_XXXXXXXX",
+		    base, sv->cfg->run_id);
+		if (mkdtemp(sv->run_dir) == NULL) {
+			warn_sys("unable to create %s", sv->run_dir);
+			sv->run_dir[0] = '\0';
+			return -1;
+		}
+	}
+	/* As torch: a restart that keeps the count reuses the directory. */
+	pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/attempt_%u",
+	    sv->run_dir, sv->restart_count);
+	if (remove_tree(sv->attempt_dir) == -1 ||
+	    mkdir(sv->attempt_dir, 0755) == -1) {
+		warn_sys("unable to create %s", sv->attempt_dir);
+		return -1;
+	}
+	for (i = 0; i < sv->nworkers; i++) {
+		pathf(path, sizeof(path), "%s/%u", sv->attempt_dir, i);
+		if (mkdir(path, 0755) == -1) {
+			warn_sys("unable to create %s", path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* argv of a worker: [python -u [-m]] entrypoint args, ${local_rank} done. */
+static char **
+worker_argv(struct supervisor *sv, unsigned local_rank)
+{
+	const struct job_config *cfg = sv->cfg;
+	char lr[16];
+	struct subst_var vars[] = { { "local_rank", lr } };
+	char **av;
+	int i, n = 0;
+
+	snprintf(lr, sizeof(lr), "%u", local_rank);
+	if ((av = calloc(cfg->argc + 4, sizeof(*av))) == NULL)
+		return NULL;
+	if (!cfg->no_python) {
+		av[n++] = strdup(sv->python);
+		av[n++] = strdup("-u");
+		if (cfg->module)
+			av[n++] = strdup("-m");
+	}
+	for (i = 0; i < cfg->argc; i++)
+		av[n++] = subst_dup(cfg->argv[i], vars, 1);
+	for (i = 0; i < n; i++)
+		if (av[i] == NULL)
+			return NULL;	/* the child is about to _exit anyway */
+	return av;
+}
+
+static void __attribute__((noreturn))
+child_exec(struct supervisor *sv, struct worker *wk, int fds[2], int execw,
+    pid_t parent, char **envp)
+{
+	sigset_t all;
+	char **av;
+	int e, lockfd;
+
+	/* Own session and group: stops reach the worker's children too. */
+	setsid();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(111);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	if ((fds[0] != -1 && dup2(fds[0], 1) == -1) ||
+	    (fds[1] != -1 && dup2(fds[1], 2) == -1))
+		goto fail;
+	/* Deliberately inherited (no FD_CLOEXEC): see take_group_lock. */
+	if ((lockfd = fcntl(sv->grouplockfd, F_DUPFD, 3)) == -1)
+		goto fail;
+	(void)lockfd;
+	if ((av = worker_argv(sv, wk->local_rank)) == NULL)
+		goto fail;
+	execvpe(av[0], av, envp);
+fail:
+	e = errno;
+	(void)!write(execw, &e, sizeof(e));
+	_exit(127);
+}
+
+static int
+spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
+{
+	int fds[2], ep[2];
+	pid_t parent = getpid(), pid;
+
+	if (output_open(sv, wk, fds) == -1)
+		return -1;
+	if (pipe2(ep, O_CLOEXEC | O_NONBLOCK) == -1) {
+		warn_sys("unable to create a pipe");
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		warn_sys("unable to fork");
+		close(ep[0]);
+		close(ep[1]);
+		return -1;
+	}
+	if (pid == 0)
+		child_exec(sv, wk, fds, ep[1], parent, envp);
+	close(ep[1]);
+	if (fds[0] != -1)
+		close(fds[0]);
+	if (fds[1] != -1)
+		close(fds[1]);
+	wk->exec_fd = ep[0];
+	wk->exec_errno = 0;
+	wk->pid = wk->last_pid = wk->pgid = pid;
+	wk->state = W_RUNNING;
+	wk->started = wall_now();
+	wk->exited = 0;
+	wk->exitcode = 0;
+	sv->alive++;
+	guardian_add(sv, pid);
+	output_started(sv, wk);
+	return 0;
+}
+
+static void
+attempt_info(struct supervisor *sv, struct attempt_info *ai)
+{
+	memset(ai, 0, sizeof(*ai));
+	ai->cfg = sv->cfg;
+	ai->ranks = sv->round.ranks;
+	ai->master_addr = sv->round.master_addr;
+	ai->master_port = sv->round.master_port;
+	ai->restart_count = sv->restart_count;
+	ai->attempt_dir = sv->attempt_dir;
+	ai->use_agent_store = sv->round.use_agent_store;
+}
+
+static void
+fail_to_start(struct supervisor *sv, const char *why)
+{
+	warn_msg("unable to start the worker group: %s", why);
+	sv->exit_code = 111;
+	set_state(sv, G_FAILED);
+	report_event(sv, ESV_EVENT_FINISHED);
+	supervisor_exit(sv, 111);
+}
+
+void
+group_start(struct supervisor *sv)
+{
+	struct attempt_info ai;
+	struct envbuf *envs;
+	unsigned i, n = sv->cfg->nproc_per_node;
+
+	if (rdzv_join(&sv->rz) == -1 || !sv->have_round)
+		fail_to_start(sv, "rendezvous failed");
+	if (sv->workers == NULL) {
+		if ((sv->workers = calloc(n, sizeof(*sv->workers))) == NULL)
+			die(111, "unable to allocate %u workers", n);
+		sv->nworkers = n;
+		for (i = 0; i < n; i++) {
+			sv->workers[i].local_rank = i;
+			sv->workers[i].exec_fd = -1;
+			sv->workers[i].out.file = sv->workers[i].err.file = -1;
+			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
+		}
+	}
+	for (i = 0; i < sv->nfailures; i++)
+		failure_free(&sv->failures[i]);
+	sv->nfailures = 0;
+	sv->stop_reason = STOP_NONE;
+	sv->kill_phase = 0;
+	sv->next_start_wall = 0;
+	if (prepare_attempt_dir(sv) == -1)
+		fail_to_start(sv, "no log directory");
+
+	attempt_info(sv, &ai);
+	if ((envs = calloc(n, sizeof(*envs))) == NULL)
+		die(111, "unable to allocate environments");
+	/* Start every worker first; the bookkeeping can wait a moment. */
+	for (i = 0; i < n; i++) {
+		if (workerenv_full(&envs[i], &ai, i, sv->environ) == -1)
+			die(111, "unable to build the environment");
+		if (spawn_worker(sv, &sv->workers[i], envs[i].vars) == -1)
+			break;
+	}
+	sv->attempt++;
+	sv->attempt_started_ms = mono_ms();
+	set_state(sv, G_RUNNING);
+	for (i = 0; i < n; i++) {
+		struct envbuf own = { 0 };
+
+		envbuf_free(&envs[i]);
+		if (workerenv_own(&own, &ai, i, sv->environ) == 0)
+			report_env(sv, &sv->workers[i], own.vars);
+		envbuf_free(&own);
+		report_worker(sv, &sv->workers[i]);
+	}
+	free(envs);
+	info_msg("started %u workers (attempt %u, restart %u/%u, ranks %u-%u "
+	    "of %u, master %s:%u)", sv->alive, sv->attempt, sv->restart_count,
+	    sv->cfg->max_restarts, ai.ranks.base_rank,
+	    ai.ranks.base_rank + n - 1, ai.ranks.world_size, ai.master_addr,
+	    ai.master_port);
+	report_event(sv, ESV_EVENT_UP);
+	if (sv->alive < n) {
+		/* A fork failed: treat it as a failure of the whole group. */
+		group_stop(sv, SIGTERM, STOP_FAILURE);
+	}
+}
+
+/* Send signo to every process group of the attempt, live or not. */
+void
+group_signal(struct supervisor *sv, int signo)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->nworkers; i++)
+		if (sv->workers[i].pgid > 1)
+			killpg(sv->workers[i].pgid, signo);
+}
+
+static void
+arm_deadline(struct supervisor *sv, long long ms)
+{
+	if (timer_arm_ms(sv->timerw.fd, ms) == -1)
+		warn_sys("unable to arm the timer");
+}
+
+static void after_stop(struct supervisor *sv);
+
+void
+group_stop(struct supervisor *sv, int signo, enum stop_reason why)
+{
+	sv->stop_reason = why;
+	sv->stop_signal = signo;
+	sv->kill_phase = signo == SIGKILL ? 1 : 0;
+	set_state(sv, G_STOPPING);
+	group_signal(sv, signo);
+	if (signo != SIGCONT && signo != SIGKILL)
+		group_signal(sv, SIGCONT);	/* a paused group must hear it */
+	sv->paused = false;
+	if (sv->alive == 0) {
+		after_stop(sv);
+		return;
+	}
+	arm_deadline(sv, signo == SIGKILL ? KILL_GRACE_MS :
+	    (long long)sv->cfg->shutdown_timeout_ms);
+}
+
+/*
+ * Orphans the workers left (double-forked daemons, dataloaders that set
+ * up their own session) were reparented to us as subreaper: kill them.
+ */
+static void
+kill_adopted(struct supervisor *sv)
+{
+	char path[64], buf[4096], *p, *end;
+	ssize_t n;
+	long pid;
+	int fd;
+
+	pathf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (p = buf; *p != '\0'; p = end) {
+		pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 1 && pid != sv->guardian_pid)
+			kill((pid_t)pid, SIGKILL);
+	}
+}
+
+/* Every worker is gone: clean up after them, then decide what is next. */
+static void
+finish_attempt(struct supervisor *sv)
+{
+	unsigned i;
+
+	arm_deadline(sv, -1);
+	group_signal(sv, SIGKILL);
+	kill_adopted(sv);
+	for (i = 0; i < sv->nworkers; i++) {
+		if (sv->workers[i].pgid > 1)
+			guardian_drop(sv, sv->workers[i].pgid);
+		sv->workers[i].pgid = 0;
+		output_close(sv, &sv->workers[i]);
+	}
+	report_event(sv, ESV_EVENT_DOWN);
+}
+
+static void
+job_over(struct supervisor *sv, enum group_state st)
+{
+	sv->exit_code = st == G_SUCCEEDED ? 0 : 1;
+	set_state(sv, st);
+	report_event(sv, ESV_EVENT_FINISHED);
+	supervisor_exit(sv, sv->exit_code);
+}
+
+static void
+restart_after_failure(struct supervisor *sv)
+{
+	unsigned long long ran = mono_ms() - sv->attempt_started_ms;
+	unsigned delay;
+
+	if (sv->want != 'u' || sv->restart_count >= sv->cfg->max_restarts) {
+		report_failure(sv, true);
+		job_over(sv, G_FAILED);
+	}
+	report_failure(sv, false);
+	sv->restart_count++;
+	info_msg("worker group failed: %u/%u restarts left, restarting",
+	    sv->cfg->max_restarts - sv->restart_count + 1,
+	    sv->cfg->max_restarts);
+	delay = backoff_next(&sv->backoff, ran);
+	if (delay == 0) {
+		group_start(sv);
+		return;
+	}
+	info_msg("restart delayed by %u ms (backoff)", delay);
+	sv->next_start_wall = (long long)(wall_now() * 1000) + delay;
+	set_state(sv, G_BACKOFF);
+	arm_deadline(sv, delay);
+}
+
+static void
+after_stop(struct supervisor *sv)
+{
+	enum stop_reason why = sv->stop_reason;
+
+	finish_attempt(sv);
+	sv->stop_reason = STOP_NONE;
+	if (why == STOP_SIGNAL)
+		supervisor_exit(sv, 1);
+	if (sv->want_exit || why == STOP_EXIT)
+		supervisor_exit(sv, 1);
+	if (why == STOP_FAILURE) {
+		restart_after_failure(sv);
+		return;
+	}
+	if (why == STOP_MANUAL)
+		sv->manual_restarts++;
+	if (sv->want == 'd') {
+		set_state(sv, G_DOWN);
+		return;
+	}
+	group_start(sv);
+}
+
+static struct worker *
+find_worker(struct supervisor *sv, pid_t pid)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->nworkers; i++)
+		if (sv->workers[i].pid == pid)
+			return &sv->workers[i];
+	return NULL;
+}
+
+static void
+record_failure(struct supervisor *sv, struct worker *wk)
+{
+	struct worker_failure *nf;
+	char path[PATH_MAX];
+
+	nf = reallocarray(sv->failures, sv->nfailures + 1, sizeof(*nf));
+	if (nf == NULL) {
+		warn_sys("unable to record a failure");
+		return;
+	}
+	sv->failures = nf;
+	pathf(path, sizeof(path), "%s/%u/error.json", sv->attempt_dir,
+	    wk->local_rank);
+	if (failure_init(&nf[sv->nfailures], wk->local_rank,
+	    sv->round.ranks.base_rank + wk->local_rank, wk->last_pid,
+	    wk->exitcode, path, (time_t)wk->exited) == 0)
+		sv->nfailures++;
+}
+
+static void
+worker_exited(struct supervisor *sv, struct worker *wk, int status)
+{
+	int e;
+
+	wk->pid = 0;
+	wk->exited = wall_now();
+	sv->alive--;
+	wk->exitcode = WIFSIGNALED(status) ? -WTERMSIG(status) :
+	    WEXITSTATUS(status);
+	if (read(wk->exec_fd, &e, sizeof(e)) == sizeof(e)) {
+		wk->exec_errno = e;
+		warn_msg("worker %u: unable to exec %s: %s", wk->local_rank,
+		    sv->cfg->no_python ? sv->cfg->argv[0] : sv->python,
+		    strerror(e));
+	}
+	close(wk->exec_fd);
+	wk->exec_fd = -1;
+	if (wk->exitcode == 0)
+		wk->state = W_SUCCEEDED;
+	else if (sv->state == G_STOPPING)
+		wk->state = W_STOPPED;
+	else {
+		wk->state = W_FAILED;
+		record_failure(sv, wk);
+	}
+	report_worker(sv, wk);
+}
+
+/* SIGCHLD: reap everything; grandchildren we adopted are only reaped. */
+void
+group_reap(struct supervisor *sv)
+{
+	struct worker *wk;
+	unsigned i;
+	int status;
+	pid_t pid;
+	bool done;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == sv->guardian_pid) {
+			guardian_died(sv);
+			continue;
+		}
+		if ((wk = find_worker(sv, pid)) != NULL)
+			worker_exited(sv, wk, status);
+	}
+	if (sv->state == G_RUNNING && sv->nfailures > 0) {
+		warn_msg("worker group failed (%zu worker%s), stopping it",
+		    sv->nfailures, sv->nfailures > 1 ? "s" : "");
+		group_stop(sv, SIGTERM, STOP_FAILURE);
+		return;
+	}
+	if (sv->alive > 0)
+		return;
+	if (sv->state == G_STOPPING) {
+		after_stop(sv);
+		return;
+	}
+	if (sv->state != G_RUNNING)
+		return;
+	done = true;
+	for (i = 0; i < sv->nworkers; i++)
+		if (sv->workers[i].state != W_SUCCEEDED)
+			done = false;
+	if (done) {
+		finish_attempt(sv);
+		info_msg("all %u workers succeeded", sv->nworkers);
+		job_over(sv, G_SUCCEEDED);
+	}
+}
+
+void
+group_timer(struct supervisor *sv)
+{
+	if (sv->state == G_BACKOFF) {
+		group_start(sv);
+		return;
+	}
+	if (sv->state != G_STOPPING)
+		return;
+	if (sv->kill_phase == 0) {
+		warn_msg("workers still alive %u ms after %s: sending SIGKILL",
+		    sv->cfg->shutdown_timeout_ms, sig_name(sv->stop_signal));
+		sv->kill_phase = 1;
+		group_signal(sv, SIGKILL);
+		arm_deadline(sv, KILL_GRACE_MS);
+		return;
+	}
+	/* Unkillable (D state): do not hang on it as torch 1.13 does. */
+	warn_msg("%u workers did not die %d ms after SIGKILL: giving up on them",
+	    sv->alive, KILL_GRACE_MS);
+	sv->kill_phase = 2;
+	for (unsigned i = 0; i < sv->nworkers; i++)
+		if (sv->workers[i].pid != 0) {
+			sv->workers[i].pid = 0;
+			sv->workers[i].state = W_STOPPED;
+		}
+	sv->alive = 0;
+	after_stop(sv);
+}
+
+const char *
+group_state_name(enum group_state st)
+{
+	return state_names[st];
+}

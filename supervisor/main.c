@@ -1,0 +1,289 @@
+/*
+ * esv-supervise [options] JOBDIR [-- entrypoint args...]
+ *
+ * The per-node elastic agent: runs a group of workers with torchrun's
+ * environment, restarts the group as a unit, and keeps the control
+ * directory JOBDIR/supervise in runit's layout.  See esv-supervise(8).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "ctldir.h"
+#include "fifodir.h"
+#include "kvfile.h"
+#include "msg.h"
+#include "sig.h"
+#include "supervise.h"
+
+extern char **environ;
+
+/* Make sure fds 0-2 exist, so that no file we open lands on them. */
+static void
+sanitize_stdio(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+}
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * Workers inherit group.lock, so it stays locked while any worker of an
+ * earlier supervisor of this JOBDIR lives (a kill -9 we did not see).
+ * Kill the groups it recorded and wait, bounded, for them to go: a second
+ * copy of a running group must never start.
+ */
+static void
+take_group_lock(struct supervisor *sv)
+{
+	const char *jd = sv->cfg->jobdir;
+	struct sigaction sa;
+	struct kvlist kl;
+	char path[PATH_MAX];
+	char *p, *end;
+	long pg;
+
+	sv->grouplockfd = openat(sv->jobfd, ESV_GROUP_LOCK,
+	    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (sv->grouplockfd == -1)
+		die(111, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
+	if (flock(sv->grouplockfd, LOCK_EX | LOCK_NB) == 0)
+		return;
+	if (errno != EWOULDBLOCK)
+		die(111, "unable to lock %s/%s", jd, ESV_GROUP_LOCK);
+	warn_msg("%s: workers of an earlier supervisor still run: killing them",
+	    jd);
+	pathf(path, sizeof(path), "%s/%s", jd, ESV_PGIDS);
+	if (kv_read(path, &kl) == 0) {
+		for (p = kl.text; p != NULL && *p != '\0'; p = end) {
+			pg = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (pg > 1)
+				killpg((pid_t)pg, SIGKILL);
+		}
+		kv_list_free(&kl);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(10);
+	if (flock(sv->grouplockfd, LOCK_EX) == -1)
+		diex(111, "%s: an earlier worker group still runs and did not "
+		    "die in 10 s: refusing to start a second copy", jd);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+}
+
+static void
+open_control_dir(struct supervisor *sv)
+{
+	const char *jd = sv->cfg->jobdir;
+
+	if (mkdir(jd, 0755) == -1 && errno != EEXIST)
+		die(111, "unable to create %s", jd);
+	if ((sv->jobfd = open(jd, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		die(111, "unable to open %s", jd);
+	if (mkdirat(sv->jobfd, ESV_SUPERVISE_DIR, 0700) == -1 &&
+	    errno != EEXIST)
+		die(111, "unable to create %s/%s", jd, ESV_SUPERVISE_DIR);
+	if (mkdirat(sv->jobfd, ESV_WORKERS_DIR, 0755) == -1 && errno != EEXIST)
+		die(111, "unable to create %s/%s", jd, ESV_WORKERS_DIR);
+	sv->lockfd = openat(sv->jobfd, ESV_LOCK,
+	    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (sv->lockfd == -1)
+		die(111, "unable to open %s/%s", jd, ESV_LOCK);
+	if (flock(sv->lockfd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EWOULDBLOCK)
+			diex(111, "%s: another esv-supervise runs in this "
+			    "JOBDIR (%s is locked)", jd, ESV_LOCK);
+		die(111, "unable to lock %s/%s", jd, ESV_LOCK);
+	}
+	take_group_lock(sv);
+	control_setup(sv);
+}
+
+static void
+on_signal(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+	struct signalfd_siginfo si;
+	int i;
+
+	(void)events;
+	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			group_reap(sv);
+			continue;
+		}
+		for (i = 0; i < sv->cfg->nsignals; i++)
+			if ((int)si.ssi_signo == sv->cfg->signals[i])
+				break;
+		if (i == sv->cfg->nsignals)
+			continue;
+		info_msg("received %s: stopping the workers",
+		    sig_name((int)si.ssi_signo));
+		sv->want_exit = true;
+		if (sv->state == G_RUNNING || sv->state == G_STOPPING) {
+			if (sv->state == G_STOPPING)
+				group_signal(sv, (int)si.ssi_signo);
+			else
+				group_stop(sv, (int)si.ssi_signo, STOP_SIGNAL);
+		} else
+			supervisor_exit(sv, 1);
+	}
+}
+
+static void
+on_timer(struct watch *w, uint32_t events)
+{
+	(void)events;
+	timer_ack(w->fd);
+	group_timer(w->ctx);
+}
+
+static void
+setup_loop(struct supervisor *sv)
+{
+	sigset_t set;
+	int i;
+
+	if (loop_init(&sv->loop) == -1)
+		die(111, "unable to create an epoll instance");
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (i = 0; i < sv->cfg->nsignals; i++)
+		sigaddset(&set, sv->cfg->signals[i]);
+	sv->sigw = (struct watch){ .fn = on_signal, .ctx = sv };
+	if ((sv->sigw.fd = signals_open(&set)) == -1 ||
+	    loop_add(&sv->loop, &sv->sigw, EPOLLIN) == -1)
+		die(111, "unable to set up signal handling");
+	sv->timerw = (struct watch){ .fn = on_timer, .ctx = sv };
+	if ((sv->timerw.fd = timer_open()) == -1 ||
+	    loop_add(&sv->loop, &sv->timerw, EPOLLIN) == -1)
+		die(111, "unable to create a timer");
+	sv->ctlw = (struct watch){ .fd = sv->ctlfd, .fn = control_read,
+	    .ctx = sv };
+	if (loop_add(&sv->loop, &sv->ctlw, EPOLLIN) == -1)
+		die(111, "unable to watch the control FIFO");
+}
+
+static void
+rdzv_done(void *ctx, const struct rdzv_round *r)
+{
+	struct supervisor *sv = ctx;
+
+	sv->round = *r;
+	sv->have_round = true;
+}
+
+static void
+rdzv_failed(void *ctx, const char *why)
+{
+	struct supervisor *sv = ctx;
+
+	warn_msg("rendezvous failed: %s", why);
+	sv->have_round = false;
+}
+
+static void
+setup_rendezvous(struct supervisor *sv)
+{
+	struct rdzv_callbacks cb = { .done = rdzv_done, .failed = rdzv_failed,
+	    .ctx = sv };
+	char err[512];
+
+	if (rdzv_open(&sv->rz, sv->cfg, &sv->loop, &cb, err, sizeof(err)) == -1)
+		diex(100, "%s", err);
+}
+
+/* torchrun resolves its interpreter once; so do we, and fail early. */
+static void
+resolve_python(struct supervisor *sv)
+{
+	const struct job_config *cfg = sv->cfg;
+	char *path, *dir, *save;
+
+	strlcpy(sv->python, cfg->python, sizeof(sv->python));
+	if (cfg->no_python || strchr(cfg->python, '/') != NULL)
+		return;
+	if ((path = getenv("PATH")) == NULL || (path = strdup(path)) == NULL)
+		return;
+	for (dir = strtok_r(path, ":", &save); dir != NULL;
+	    dir = strtok_r(NULL, ":", &save)) {
+		char cand[PATH_MAX];
+
+		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir,
+		    cfg->python) < sizeof(cand) && access(cand, X_OK) == 0) {
+			strlcpy(sv->python, cand, sizeof(sv->python));
+			break;
+		}
+	}
+	free(path);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct job_config cfg;
+	static struct supervisor sv;
+	char err[1024];
+	int r;
+
+	setprogname("esv-supervise");
+	sanitize_stdio();
+	if ((r = config_load(&cfg, argc, argv, environ, err, sizeof(err))) == -1)
+		diex(100, "%s", err);
+	if (r == 1)
+		return 0;
+
+	sv.cfg = &cfg;
+	sv.environ = environ;
+	sv.want = 'u';
+	sv.exit_code = 1;
+	sv.backoff = (struct backoff){ .initial_ms = cfg.restart_delay_ms,
+	    .max_ms = cfg.restart_delay_max_ms,
+	    .reset_ms = cfg.restart_reset_ms };
+	signal(SIGPIPE, SIG_IGN);
+	/* Grandchildren that a worker orphans come back to us to be reaped. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		die(111, "unable to become a child subreaper");
+	host_fqdn(sv.host, sizeof(sv.host));
+	resolve_python(&sv);
+	sv.job_name = cfg.argv[0];
+
+	open_control_dir(&sv);
+	setup_loop(&sv);
+	setup_rendezvous(&sv);
+	guardian_start(&sv);
+	report_event(&sv, 's');
+
+	if (faccessat(sv.jobfd, ESV_DOWN_FILE, F_OK, 0) == 0) {
+		sv.want = 'd';
+		report_group(&sv);
+	} else
+		group_start(&sv);
+
+	for (;;)
+		if (loop_once(&sv.loop, -1) == -1)
+			die(111, "epoll_wait");
+}

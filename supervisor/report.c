@@ -1,0 +1,332 @@
+/*
+ * What the supervisor tells the world: runit's supervise/{status,stat,pid},
+ * esv's key=value state files, the workers' envdirs, event bytes, and the
+ * failure summary.  Formats: esv-control(5).  Every file is replaced
+ * atomically, so a reader sees the old or the new one, never a mix.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "ctldir.h"
+#include "fifodir.h"
+#include "kvfile.h"
+#include "msg.h"
+#include "sig.h"
+#include "statusrec.h"
+#include "supervise.h"
+#include "workerenv.h"
+
+static const char *const worker_state_names[] = {
+	[W_STARTING] = "starting", [W_RUNNING] = "running",
+	[W_SUCCEEDED] = "succeeded", [W_FAILED] = "failed",
+	[W_STOPPED] = "stopped",
+};
+
+static void
+write_at(struct supervisor *sv, const char *name, const void *buf, size_t len)
+{
+	if (atomic_write_at(sv->jobfd, name, buf, len, 0644) == -1)
+		warn_sys("unable to write %s/%s", sv->cfg->jobdir, name);
+}
+
+static void
+report_runit(struct supervisor *sv)
+{
+	struct runit_status st;
+	uint8_t rec[RUNIT_STATUS_LEN];
+	char stat[128], pid[32];
+	bool up = sv->alive > 0;
+
+	memset(&st, 0, sizeof(st));
+	st.since.tv_sec = (time_t)sv->since;
+	st.since.tv_nsec = (long)((sv->since - (double)st.since.tv_sec) * 1e9);
+	st.pid = up ? (uint32_t)sv->workers[0].last_pid : 0;
+	st.paused = sv->paused;
+	st.want = sv->want == 'd' ? 'd' : 'u';
+	st.got_term = sv->state == G_STOPPING;
+	st.state = up ? RUNIT_RUN : RUNIT_DOWN;
+	runit_status_pack(rec, &st);
+	write_at(sv, ESV_STATUS, rec, sizeof(rec));
+
+	snprintf(stat, sizeof(stat), "%s%s%s%s%s\n", up ? "run" : "down",
+	    sv->paused ? ", paused" : "",
+	    sv->state == G_STOPPING ? ", got TERM" : "",
+	    up && sv->want == 'd' ? ", want down" : "",
+	    sv->want_exit ? ", want exit" : "");
+	write_at(sv, ESV_STAT, stat, strlen(stat));
+	if (up)
+		snprintf(pid, sizeof(pid), "%d\n", (int)st.pid);
+	else
+		pid[0] = '\0';
+	write_at(sv, ESV_PID, pid, strlen(pid));
+}
+
+static void
+add_pid_list(struct supervisor *sv, struct kvbuf *kb, const char *key,
+    bool pgids)
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *fp;
+	unsigned i;
+	pid_t p;
+
+	if ((fp = open_memstream(&list, &len)) == NULL) {
+		kb->failed = 1;
+		return;
+	}
+	for (i = 0; i < sv->nworkers; i++) {
+		p = pgids ? sv->workers[i].pgid : sv->workers[i].pid;
+		if (p > 0)
+			fprintf(fp, "%s%d", len > 0 || ftell(fp) > 0 ? " " : "",
+			    (int)p);
+	}
+	fclose(fp);
+	kv_add(kb, key, list);
+	free(list);
+}
+
+void
+report_group(struct supervisor *sv)
+{
+	const struct rank_assignment *r = &sv->round.ranks;
+	const struct job_config *cfg = sv->cfg;
+	struct kvbuf kb = { 0 };
+	const char *want;
+	unsigned i;
+
+	report_runit(sv);
+	want = sv->want_exit ? "exit" : sv->want == 'd' ? "down" :
+	    sv->want == 'o' ? "once" : "up";
+	kv_add(&kb, "state", group_state_name(sv->state));
+	kv_add(&kb, "want", want);
+	kv_addf(&kb, "paused", "%d", sv->paused);
+	kv_addf(&kb, "since", "%.6f", sv->since);
+	kv_addf(&kb, "supervisor_pid", "%d", (int)getpid());
+	kv_addf(&kb, "attempt", "%u", sv->attempt);
+	kv_addf(&kb, "restart_count", "%u", sv->restart_count);
+	kv_addf(&kb, "max_restarts", "%u", cfg->max_restarts);
+	kv_addf(&kb, "manual_restarts", "%u", sv->manual_restarts);
+	kv_add(&kb, "run_id", cfg->run_id);
+	kv_add(&kb, "role", cfg->role);
+	kv_add(&kb, "rdzv_backend", cfg->rdzv_backend);
+	kv_addf(&kb, "group_rank", "%u", r->group_rank);
+	kv_addf(&kb, "group_world_size", "%u", r->group_world_size);
+	kv_addf(&kb, "local_world_size", "%u", r->local_world_size);
+	kv_addf(&kb, "world_size", "%u", r->world_size);
+	kv_addf(&kb, "base_rank", "%u", r->base_rank);
+	kv_add(&kb, "master_addr", sv->round.master_addr);
+	if (sv->have_round)
+		kv_addf(&kb, "master_port", "%u", sv->round.master_port);
+	else
+		kv_add(&kb, "master_port", "");
+	add_pid_list(sv, &kb, "pids", false);
+	add_pid_list(sv, &kb, "pgids", true);
+	kv_add(&kb, "attempt_dir", sv->attempt_dir);
+	if (sv->state == G_BACKOFF)
+		kv_addf(&kb, "next_start", "%.3f", sv->next_start_wall / 1000.0);
+	else
+		kv_add(&kb, "next_start", "");
+	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED)
+		kv_addf(&kb, "exit_code", "%d", sv->exit_code);
+	else
+		kv_add(&kb, "exit_code", "");
+	if (kv_write_at(&kb, sv->jobfd, ESV_STATE) == -1)
+		warn_sys("unable to write %s/%s", cfg->jobdir, ESV_STATE);
+
+	/* For a successor after our kill -9 (see take_group_lock). */
+	kv_reset(&kb);
+	for (i = 0; i < sv->nworkers; i++)
+		if (sv->workers[i].pgid > 0)
+			kv_addf(&kb, "pgid", "%d", (int)sv->workers[i].pgid);
+	write_at(sv, ESV_PGIDS, kb.buf ? kb.buf + 0 : "", kb.len);
+	kv_free(&kb);
+}
+
+static int
+worker_dir(struct supervisor *sv, struct worker *wk, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%u", ESV_WORKERS_DIR, wk->local_rank);
+	if (mkdirat(sv->jobfd, buf, 0755) == -1 && errno != EEXIST) {
+		warn_sys("unable to create %s/%s", sv->cfg->jobdir, buf);
+		return -1;
+	}
+	return 0;
+}
+
+void
+report_worker(struct supervisor *sv, struct worker *wk)
+{
+	struct kvbuf kb = { 0 };
+	char dir[64], path[128], err[PATH_MAX];
+	bool gone = wk->pid == 0;
+
+	if (worker_dir(sv, wk, dir, sizeof(dir)) == -1)
+		return;
+	pathf(err, sizeof(err), "%s/%u/error.json", sv->attempt_dir,
+	    wk->local_rank);
+	if (access(err, F_OK) != 0)
+		err[0] = '\0';
+	kv_add(&kb, "state", worker_state_names[wk->state]);
+	kv_addf(&kb, "local_rank", "%u", wk->local_rank);
+	kv_addf(&kb, "rank", "%u", sv->round.ranks.base_rank + wk->local_rank);
+	kv_addf(&kb, "role_rank", "%u",
+	    sv->round.ranks.base_role_rank + wk->local_rank);
+	kv_addf(&kb, "pid", "%d", (int)wk->last_pid);
+	kv_addf(&kb, "pgid", "%d", (int)wk->last_pid);
+	kv_addf(&kb, "attempt", "%u", sv->attempt);
+	kv_addf(&kb, "restart_count", "%u", sv->restart_count);
+	kv_addf(&kb, "started", "%.6f", wk->started);
+	if (gone) {
+		kv_addf(&kb, "exited", "%.6f", wk->exited);
+		if (wk->exitcode >= 0)
+			kv_addf(&kb, "exit_code", "%d", wk->exitcode);
+		else
+			kv_add(&kb, "exit_code", "");
+		kv_add(&kb, "signal", wk->exitcode < 0 ?
+		    sig_name(-wk->exitcode) : "");
+	} else {
+		kv_add(&kb, "exited", "");
+		kv_add(&kb, "exit_code", "");
+		kv_add(&kb, "signal", "");
+	}
+	kv_add(&kb, "error_file", err);
+	pathf(path, sizeof(path), "%s/state", dir);
+	if (kv_write_at(&kb, sv->jobfd, path) == -1)
+		warn_sys("unable to write %s/%s", sv->cfg->jobdir, path);
+	kv_free(&kb);
+
+	/* The worker's own error file, next to its state. */
+	pathf(path, sizeof(path), "%s/error.json", dir);
+	if (err[0] != '\0' && gone) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *fp = fopen(err, "re");
+
+		if (fp != NULL) {
+			char buf[8192];
+			size_t n;
+			FILE *mp = open_memstream(&text, &len);
+
+			while (mp != NULL && (n = fread(buf, 1, sizeof(buf),
+			    fp)) > 0)
+				fwrite(buf, 1, n, mp);
+			if (mp != NULL)
+				fclose(mp);
+			fclose(fp);
+			if (text != NULL)
+				write_at(sv, path, text, len);
+			free(text);
+		}
+	} else if (!gone)
+		unlinkat(sv->jobfd, path, 0);
+}
+
+/*
+ * workers/N/env/ is an envdir (runit's chpst -e, s6-envdir): one file per
+ * variable esv set.  It is built beside and swapped in whole.
+ */
+void
+report_env(struct supervisor *sv, struct worker *wk, char **own)
+{
+	char dir[64], tmp[80], cur[80];
+	int dfd;
+	size_t i;
+
+	if (worker_dir(sv, wk, dir, sizeof(dir)) == -1)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s/env.new", dir);
+	snprintf(cur, sizeof(cur), "%s/env", dir);
+	{
+		char path[PATH_MAX];
+
+		pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp);
+		remove_tree(path);
+	}
+	if (mkdirat(sv->jobfd, tmp, 0755) == -1 ||
+	    (dfd = openat(sv->jobfd, tmp, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		warn_sys("unable to create %s/%s", sv->cfg->jobdir, tmp);
+		return;
+	}
+	for (i = 0; own[i] != NULL; i++) {
+		char *eq = strchr(own[i], '='), name[256], *val;
+		size_t vl;
+
+		if (eq == NULL || (size_t)(eq - own[i]) >= sizeof(name))
+			continue;
+		memcpy(name, own[i], eq - own[i]);
+		name[eq - own[i]] = '\0';
+		val = eq + 1;
+		vl = strlen(val);
+		/* envdir: the first line is the value. */
+		{
+			char *line = malloc(vl + 2);
+
+			if (line == NULL)
+				continue;
+			memcpy(line, val, vl);
+			line[vl] = '\n';
+			if (atomic_write_at(dfd, name, line, vl + 1, 0644) == -1)
+				warn_sys("unable to write %s/%s/%s",
+				    sv->cfg->jobdir, tmp, name);
+			free(line);
+		}
+	}
+	close(dfd);
+	if (renameat2(sv->jobfd, tmp, sv->jobfd, cur, RENAME_EXCHANGE) == -1) {
+		if (errno != ENOENT ||
+		    renameat(sv->jobfd, tmp, sv->jobfd, cur) == -1)
+			warn_sys("unable to replace %s/%s", sv->cfg->jobdir, cur);
+		return;
+	}
+	{
+		char path[PATH_MAX];
+
+		pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp);
+		remove_tree(path);
+	}
+}
+
+void
+report_event(struct supervisor *sv, char ev)
+{
+	char path[PATH_MAX];
+
+	pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, ESV_EVENT_DIR);
+	fifodir_broadcast(path, ev);
+}
+
+void
+report_failure(struct supervisor *sv, bool final)
+{
+	const char *name = sv->job_name;
+	const char *dest;
+	char *json;
+	size_t root;
+
+	if (sv->nfailures == 0)
+		return;
+	json = failure_summary_json(name, sv->host, sv->failures,
+	    sv->nfailures);
+	if (json != NULL) {
+		write_at(sv, ESV_FAILURE, json, strlen(json));
+		free(json);
+	}
+	if (!final)
+		return;
+	failure_summary_text(stderr, name, sv->host, sv->failures,
+	    sv->nfailures);
+	fflush(stderr);
+	root = failure_root_cause(sv->failures, sv->nfailures);
+	dest = env_lookup(sv->environ, "TORCHELASTIC_ERROR_FILE");
+	if (dest != NULL && dest[0] != '\0' &&
+	    failure_copy_root_cause(dest, &sv->failures[root]) == -1)
+		warn_sys("unable to write %s", dest);
+}

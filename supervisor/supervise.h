@@ -1,0 +1,137 @@
+/*
+ * esv-supervise: the state shared by its parts.  One process, one event
+ * loop; every handler runs to completion and never sleeps.
+ */
+#ifndef ESV_SUPERVISE_H
+#define ESV_SUPERVISE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "backoff.h"
+#include "config.h"
+#include "failure.h"
+#include "linebuf.h"
+#include "loop.h"
+#include "rdzv.h"
+
+enum worker_state { W_STARTING, W_RUNNING, W_SUCCEEDED, W_FAILED, W_STOPPED };
+
+/* The group as supervise/state shows it (see ctldir.h). */
+enum group_state { G_DOWN, G_RUNNING, G_STOPPING, G_BACKOFF, G_SUCCEEDED,
+	G_FAILED };
+
+/* Why the group is being stopped: decides what follows. */
+enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_MANUAL, STOP_DOWN,
+	STOP_SIGNAL, STOP_EXIT };
+
+struct worker;
+
+/* One output stream of a worker that the supervisor copies line by line. */
+struct supervisor;
+
+struct stream {
+	struct watch	 w;
+	struct supervisor *sv;
+	struct worker	*wk;
+	int		 console;	/* 1 or 2, or -1: not on the console */
+	int		 file;		/* log file, or -1 */
+	bool		 prefixed;
+	struct linebuf	 lb;
+};
+
+struct worker {
+	unsigned		 local_rank;
+	enum worker_state	 state;
+	pid_t			 pid;		/* 0 once reaped */
+	pid_t			 last_pid;
+	pid_t			 pgid;
+	int			 exitcode;	/* torch's: -signal if killed */
+	int			 exec_fd;	/* errno of a failed exec arrives here */
+	int			 exec_errno;
+	double			 started, exited;
+	char			 prefix[256];
+	struct stream		 out, err;
+};
+
+struct supervisor {
+	struct job_config	*cfg;
+	char			**environ;
+	int			 jobfd;		/* JOBDIR */
+	int			 lockfd, grouplockfd;
+	int			 ctlfd, ctlkeepfd, okfd;
+	int			 guardianfd;
+	pid_t			 guardian_pid;
+
+	struct loop		 loop;
+	struct watch		 sigw, ctlw, timerw;
+
+	struct rdzv		 rz;
+	struct rdzv_round	 round;
+	bool			 have_round;
+
+	struct worker		*workers;
+	unsigned		 nworkers;
+	unsigned		 alive;
+
+	enum group_state	 state;
+	enum stop_reason	 stop_reason;
+	char			 want;		/* 'u', 'd' or 'o' (once) */
+	bool			 want_exit;
+	bool			 paused;
+	int			 stop_signal;	/* signal that began the stop */
+	int			 kill_phase;	/* 0 signalled, 1 SIGKILLed, 2 gave up */
+	double			 since;
+	long long		 attempt_started_ms;
+	long long		 next_start_wall;	/* for the state file */
+
+	unsigned		 attempt;	/* group starts so far */
+	unsigned		 restart_count;	/* failure restarts, as torch */
+	unsigned		 manual_restarts;
+	struct backoff		 backoff;
+
+	struct worker_failure	*failures;
+	size_t			 nfailures;
+
+	char			 run_dir[PATH_MAX];
+	char			 attempt_dir[PATH_MAX];
+	char			 python[PATH_MAX];
+	char			 host[256];
+	const char		*job_name;	/* the summary's title */
+	int			 exit_code;
+	bool			 exiting;
+};
+
+/* group.c */
+void	group_start(struct supervisor *sv);
+void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
+void	group_signal(struct supervisor *sv, int signo);
+void	group_reap(struct supervisor *sv);
+void	group_timer(struct supervisor *sv);
+void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
+const char *group_state_name(enum group_state st);
+
+/* control.c */
+void	control_setup(struct supervisor *sv);
+void	control_read(struct watch *w, uint32_t events);
+
+/* output.c */
+int	output_open(struct supervisor *sv, struct worker *wk, int fds[2]);
+void	output_started(struct supervisor *sv, struct worker *wk);
+void	output_close(struct supervisor *sv, struct worker *wk);
+
+/* report.c */
+void	report_group(struct supervisor *sv);
+void	report_worker(struct supervisor *sv, struct worker *wk);
+void	report_env(struct supervisor *sv, struct worker *wk, char **own);
+void	report_event(struct supervisor *sv, char ev);
+void	report_failure(struct supervisor *sv, bool final);
+
+/* guardian.c */
+void	guardian_start(struct supervisor *sv);
+void	guardian_add(struct supervisor *sv, pid_t pgid);
+void	guardian_drop(struct supervisor *sv, pid_t pgid);
+void	guardian_died(struct supervisor *sv);
+
+#endif
