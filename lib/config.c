@@ -214,7 +214,7 @@ parse_uint(const char *v, long long min, long long max, unsigned *out,
 		*out = (unsigned)n;
 		return 0;
 	}
-	if (errno == EINVAL)
+	if (strcmp(errstr, "invalid") == 0)
 		snprintf(why, whylen, "not a number: %s", v);
 	else
 		snprintf(why, whylen, "out of range %lld..%lld: %s", min, max,
@@ -1216,7 +1216,7 @@ parse_duration_ms(const char *s)
 	for (i = 0; i < NELEM(units); i++) {
 		if (strcmp(p, units[i].suffix) != 0)
 			continue;
-		x = round(x * units[i].ms);
+		x = x * units[i].ms + 0.5;	/* round, no libm */
 		return x >= 0x1p62 ? -1 : (long long)x;
 	}
 	return -1;

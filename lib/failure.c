@@ -101,18 +101,15 @@ dict_traceback(const json_t *msg)
 static void
 inspect(const json_t *root, struct file_info *fi)
 {
-	const json_t *msg, *extra;
+	const json_t *msg, *extra, *ts;
 
 	memset(fi, 0, sizeof(*fi));
 	msg = json_object_get(root, "message");
 	if (json_is_string(msg)) {
 		/* The "new format": a missing timestamp is 0 in torch. */
 		fi->text = json_string_value(msg);
-		if (json_object_get(root, "timestamp") == NULL)
-			fi->have_ts = 1;
-		else
-			fi->have_ts = parse_ts(json_object_get(root,
-			    "timestamp"), &fi->ts) == 0;
+		ts = json_object_get(root, "timestamp");
+		fi->have_ts = ts == NULL || parse_ts(ts, &fi->ts) == 0;
 	} else if (json_is_object(msg)) {
 		/* An empty dict is falsy to torch: it makes up a message. */
 		if (json_object_size(msg) > 0) {

@@ -74,8 +74,10 @@ fifodir_broadcast(const char *dir, char ev)
 	DIR *d;
 	int e = errno;
 
-	if ((d = opendir(dir)) == NULL)
+	if ((d = opendir(dir)) == NULL) {
+		errno = e;
 		return;
+	}
 	while ((de = readdir(d)) != NULL)
 		if (strncmp(de->d_name, FIFODIR_PREFIX, FIFODIR_PREFIX_LEN) == 0)
 			fifodir_send(dirfd(d), de->d_name, ev);

@@ -51,6 +51,31 @@ supervisor_exit(struct supervisor *sv, int code)
 	exit(code);
 }
 
+/* torch's mkdtemp(prefix=run_id + "_"): eight random characters. */
+static int
+make_run_dir(struct supervisor *sv, const char *base)
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+	char rnd[9];
+	int tries, i;
+
+	for (tries = 0; tries < 100; tries++) {
+		for (i = 0; i < 8; i++)
+			rnd[i] = set[arc4random_uniform(sizeof(set) - 1)];
+		rnd[8] = '\0';
+		if (pathf(sv->run_dir, sizeof(sv->run_dir), "%s/%s_%s", base,
+		    sv->cfg->run_id, rnd) == -1)
+			break;
+		if (mkdir(sv->run_dir, 0700) == 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	warn_sys("unable to create a run directory in %s", base);
+	sv->run_dir[0] = '\0';
+	return -1;
+}
+
 static int
 prepare_attempt_dir(struct supervisor *sv)
 {
@@ -69,13 +94,8 @@ prepare_attempt_dir(struct supervisor *sv)
 			warn_sys("unable to create %s", base);
 			return -1;
 		}
-		pathf(sv->run_dir, sizeof(sv->run_dir), "%s/%s_XXXXXXXX",
-		    base, sv->cfg->run_id);
-		if (mkdtemp(sv->run_dir) == NULL) {
-			warn_sys("unable to create %s", sv->run_dir);
-			sv->run_dir[0] = '\0';
+		if (make_run_dir(sv, base) == -1)
 			return -1;
-		}
 	}
 	/* As torch: a restart that keeps the count reuses the directory. */
 	pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/attempt_%u",
@@ -407,10 +427,10 @@ after_stop(struct supervisor *sv)
 
 	finish_attempt(sv);
 	sv->stop_reason = STOP_NONE;
-	if (why == STOP_SIGNAL)
+	if (why == STOP_SIGNAL || why == STOP_EXIT || sv->want_exit) {
+		set_state(sv, G_DOWN);
 		supervisor_exit(sv, 1);
-	if (sv->want_exit || why == STOP_EXIT)
-		supervisor_exit(sv, 1);
+	}
 	if (why == STOP_FAILURE) {
 		restart_after_failure(sv);
 		return;

@@ -148,8 +148,12 @@ on_signal(struct watch *w, uint32_t events)
 				group_signal(sv, (int)si.ssi_signo);
 			else
 				group_stop(sv, (int)si.ssi_signo, STOP_SIGNAL);
-		} else
+		} else if (sv->state == G_SUCCEEDED || sv->state == G_FAILED)
+			supervisor_exit(sv, sv->exit_code);
+		else {
+			sv->state = G_DOWN;
 			supervisor_exit(sv, 1);
+		}
 	}
 }
 
