@@ -867,12 +867,19 @@ bad_option(char **argv, int word, char *buf, size_t len)
  * --nproc_per_node, with the same value.
  */
 static void
-build_longopts(struct option *lo, char under[][32])
+build_longopts(struct option *lo, char under[][32], char *shorts)
 {
 	size_t i, n = 0;
-	char *p;
+	char *p, *sp;
 
+	/* '+': stop at JOBDIR and the command; ':': report, don't print. */
+	sp = stpcpy(shorts, "+:h");
 	for (i = 0; i < NOPTS; i++) {
+		if (options[i].short_opt != 0) {
+			*sp++ = (char)options[i].short_opt;
+			if (options[i].kind != K_BOOL)
+				*sp++ = ':';
+		}
 		if (options[i].opt == NULL)
 			continue;
 		lo[n++] = (struct option){ options[i].opt,
@@ -890,6 +897,7 @@ build_longopts(struct option *lo, char under[][32])
 	lo[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
 	lo[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
 	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+	*sp = '\0';
 }
 
 /* Record one option; 1 when it was --help or --version. */
@@ -906,15 +914,6 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 	case OPT_VERSION:
 		printf("esv-supervise %s\n", ESV_VERSION);
 		return 1;
-	case 'm':
-		ctx->cli[find_key("module")] = "1";
-		return 0;
-	case 'r':
-		ctx->cli[find_key("redirects")] = optarg;
-		return 0;
-	case 't':
-		ctx->cli[find_key("tee")] = optarg;
-		return 0;
 	case ':':
 		return fail(ctx, "%s: needs a value",
 		    bad_option(argv, word, bad, sizeof(bad)));
@@ -922,7 +921,11 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 		return fail(ctx, "%s: unknown option (see --help)",
 		    bad_option(argv, word, bad, sizeof(bad)));
 	}
-	i = (size_t)(c - OPT_BASE);
+	if (c >= OPT_BASE)
+		i = (size_t)(c - OPT_BASE);
+	else
+		for (i = 0; options[i].short_opt != c; i++)
+			;
 	ctx->cli[i] = options[i].kind == K_BOOL ? "1" : optarg;
 	return 0;
 }
@@ -935,17 +938,17 @@ static int
 parse_cmdline(struct loadctx *ctx, int argc, char **argv)
 {
 	struct option lo[2 * NOPTS + 3];
-	char under[NOPTS][32];
+	char under[NOPTS][32], shorts[3 + 2 * NOPTS + 1];
 	const char *jobdir = NULL;
 	int c, r, word;
 
-	build_longopts(lo, under);
+	build_longopts(lo, under, shorts);
 	optind = 0;	/* glibc: start afresh, config_load may run twice */
 	opterr = 0;
 	for (;;) {
 		for (;;) {
 			word = optind > 0 ? optind : 1;
-			c = getopt_long(argc, argv, "+:hmr:t:", lo, NULL);
+			c = getopt_long(argc, argv, shorts, lo, NULL);
 			if (c == -1)
 				break;
 			if ((r = cli_option(ctx, c, argv, word)) != 0)

@@ -146,6 +146,8 @@ kv_to_json(const struct kvlist *kl)
 			continue;
 		if (in_list(list_keys, kp->key))
 			v = json_scalar_list(kp->value);
+		else if (*kp->value == '\0')
+			v = json_null();
 		else if (in_list(string_keys, kp->key))
 			v = json_text(kp->value);
 		else

@@ -9,7 +9,7 @@
  *
  * Values that are integers become JSON integers and decimal fractions
  * (wall-clock times) JSON reals; empty values become null; pids and pgids
- * become arrays of integers; names and paths (ESV's string keys) stay
+ * become arrays of integers; names and paths (esv's string keys) stay
  * strings whatever they look like.  Workers come in local-rank order.
  */
 #ifndef ESV_JOBSTATUS_H

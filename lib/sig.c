@@ -35,12 +35,13 @@ sig_from_name(const char *name)
 	size_t i;
 	int signo;
 
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	/* Numbers, and "SIG40" as sig_name writes the unnamed ones. */
 	if (name[0] >= '0' && name[0] <= '9') {
 		signo = (int)strtonum(name, 1, NSIG - 1, &errstr);
 		return errstr == NULL ? signo : 0;
 	}
-	if (strncasecmp(name, "SIG", 3) == 0)
-		name += 3;
 	for (signo = 1; signo < NSIG; signo++) {
 		abbrev = sigabbrev_np(signo);
 		if (abbrev != NULL && strcasecmp(name, abbrev) == 0)

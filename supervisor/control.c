@@ -77,8 +77,11 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 		sv->want_exit = true;
 		if (running)
 			group_stop(sv, SIGTERM, STOP_EXIT);
-		else if (sv->state != G_STOPPING)
+		else if (sv->state != G_STOPPING) {
+			if (sv->state == G_BACKOFF)
+				sv->state = G_DOWN;
 			supervisor_exit(sv, sv->exit_code);
+		}
 		break;
 	case 't':
 	case 'r':

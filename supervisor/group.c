@@ -471,8 +471,20 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	    wk->local_rank);
 	if (failure_init(&nf[sv->nfailures], wk->local_rank,
 	    sv->round.ranks.base_rank + wk->local_rank, wk->last_pid,
-	    wk->exitcode, path, (time_t)wk->exited) == 0)
-		sv->nfailures++;
+	    wk->exitcode, path, (time_t)wk->exited) == -1)
+		return;
+	/* torch's generic hint would hide the one thing the user needs. */
+	if (wk->exec_errno != 0) {
+		char *msg;
+
+		if (asprintf(&msg, "unable to exec %s: %s", sv->cfg->no_python ?
+		    sv->cfg->argv[0] : sv->python,
+		    strerror(wk->exec_errno)) != -1) {
+			free(nf[sv->nfailures].message);
+			nf[sv->nfailures].message = msg;
+		}
+	}
+	sv->nfailures++;
 }
 
 static void

@@ -1,0 +1,376 @@
+#!/bin/bash
+# bash bench/run.sh — launch, restart, reaction and memory of esv-supervise
+# against a bare fork/exec loop (bench/floor.c) and torch 1.13's torchrun.
+# See bench/README.md for the method.  It measures and prints; it asserts
+# nothing.
+#
+# Environment:
+#   ESV_BIN_DIR          where esv-supervise is (default: <repo>/build/supervisor)
+#   BENCH_REPS           repetitions per measurement, median reported (5)
+#   BENCH_SIZES          worker counts for launch and memory ("4 64 256")
+#   BENCH_RESTART_SIZES  worker counts for restart and reaction ("4 64 256")
+#   BENCH_TOOLS          subset of "floor esv torchrun"
+#   BENCH_KEEP           keep the per-run stamps and logs in this directory
+set -eu
+
+bench=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$bench")
+: "${ESV_BIN_DIR:=$root/build/supervisor}"
+: "${BENCH_REPS:=5}"
+: "${BENCH_SIZES:=4 64 256}"
+: "${BENCH_RESTART_SIZES:=4 64 256}"
+: "${BENCH_TOOLS:=floor esv torchrun}"
+python=/usr/bin/python3
+
+if [ -n "${BENCH_KEEP:-}" ]; then
+	work=$BENCH_KEEP
+	mkdir -p "$work"
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/esv-bench.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+fi
+
+# Static when the C library allows it: no dynamic loader in any exec, so
+# the worker's own start-up cost is the same small constant for everyone.
+cc_bench() {
+	gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -static -o "$2" "$1" \
+	    2>/dev/null || gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra \
+	    -o "$2" "$1"
+}
+cc_bench "$bench/stamp_worker.c" "$work/stamp_worker"
+cc_bench "$bench/floor.c" "$work/floor"
+
+export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \
+    BENCH_RESTART_SIZES BENCH_TOOLS BENCH_PYTHON=$python
+
+"$python" - <<'PY'
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+WORK = os.environ["BENCH_WORK"]
+BENCH = os.environ["BENCH_DIR"]
+PYTHON = os.environ["BENCH_PYTHON"]
+REPS = int(os.environ["BENCH_REPS"])
+SIZES = [int(x) for x in os.environ["BENCH_SIZES"].split()]
+RSIZES = [int(x) for x in os.environ["BENCH_RESTART_SIZES"].split()]
+TOOLS = os.environ["BENCH_TOOLS"].split()
+WORKER = os.path.join(WORK, "stamp_worker")
+FLOOR = os.path.join(WORK, "floor")
+ESV = os.path.join(os.environ["ESV_BIN_DIR"], "esv-supervise")
+SHIM = os.path.join(BENCH, "torchrun_shim.py")
+FAIL_MS = 200
+TIMEOUT = 90.0
+
+if "esv" in TOOLS and not os.access(ESV, os.X_OK):
+    print(f"note: {ESV} not found or not executable: esv not measured "
+          "(set ESV_BIN_DIR)", file=sys.stderr)
+    TOOLS = [t for t in TOOLS if t != "esv"]
+run_seq = 0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def command(tool, n, rundir):
+    if tool == "floor":
+        return [FLOOR, str(n), WORKER]
+    if tool == "esv":
+        return [ESV, "--nproc-per-node", str(n), "--no-python",
+                "--max-restarts", "1", os.path.join(rundir, "job"), "--",
+                WORKER]
+    # 1.13's argparse only knows the underscore spellings.
+    return [PYTHON, SHIM, "--nproc_per_node", str(n), "--no_python",
+            "--monitor_interval", "0.1", "--max_restarts", "1",
+            "--master_port", str(free_port()), WORKER]
+
+
+def read_stamps(path):
+    """[(rank, attempt, ns, event, pid)] from the stamps file."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 5:
+                    out.append((p[0], int(p[1]), int(p[2]), p[3], int(p[4])))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def helpers_hwm_kib(pid, workers):
+    """Peak RSS of the supervisor's descendants that are not workers."""
+    total, todo = 0, children(pid)
+    while todo:
+        c = todo.pop()
+        if c in workers:
+            continue
+        total += vm_hwm_kib(c) or 0
+        todo.extend(children(c))
+    return total
+
+
+def reap_leftovers(p, stamps):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    for s in stamps:
+        if s[3] == "launch":
+            continue
+        try:
+            with open(f"/proc/{s[4]}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[0] != WORKER.encode():
+                    continue
+            os.kill(s[4], signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def start(tool, n, mode, rep):
+    global run_seq
+    run_seq += 1
+    rundir = os.path.join(WORK, f"{run_seq:03d}-{tool}-{mode}-{n}")
+    os.makedirs(rundir)
+    stamps = os.path.join(rundir, "stamps")
+    env = dict(os.environ, ESV_BENCH_STAMPS=stamps, ESV_BENCH_MODE=mode,
+               TMPDIR=rundir)
+    # Spread the failure over torchrun's 100 ms poll period, so its
+    # detection delay is sampled, not fixed by a lucky phase.
+    env["ESV_BENCH_FAIL_MS"] = str(FAIL_MS + (rep * 100) // REPS + 7)
+    log = open(os.path.join(rundir, "log"), "w")
+    p = subprocess.Popen([WORKER, "--exec"] + command(tool, n, rundir),
+                         env=env, stdin=subprocess.DEVNULL, stdout=log,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    return p, stamps, rundir
+
+
+def wait_exit(p, timeout):
+    try:
+        return p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def measure_launch(tool, n, rep):
+    """Launch-to-last-worker (ms) and peak RSS (KiB) of supervisor, helpers."""
+    p, path, rundir = start(tool, n, "sleep", rep)
+    deadline = time.monotonic() + TIMEOUT
+    st = []
+    while time.monotonic() < deadline and p.poll() is None:
+        st = read_stamps(path)
+        if sum(1 for s in st if s[3] == "start" and s[1] == 0) >= n:
+            break
+        time.sleep(0.005)
+    starts = [s for s in st if s[3] == "start" and s[1] == 0]
+    launch = [s for s in st if s[3] == "launch"]
+    res = {"launch": None, "rss": None, "helpers": None}
+    if len(starts) >= n and launch and p.poll() is None:
+        res["launch"] = (max(s[2] for s in starts) - launch[0][2]) / 1e6
+        # Settle, so the sample sees the supervisor after it has
+        # written its state for the started group.
+        time.sleep(0.2)
+        res["rss"] = vm_hwm_kib(p.pid)
+        res["helpers"] = helpers_hwm_kib(p.pid, {s[4] for s in starts})
+    else:
+        note(tool, n, "launch", rundir)
+    try:
+        if tool == "floor":
+            os.killpg(p.pid, signal.SIGTERM)
+        else:
+            p.send_signal(signal.SIGTERM)
+    except OSError:
+        pass
+    if wait_exit(p, TIMEOUT) is None:
+        note(tool, n, "stop", rundir)
+    reap_leftovers(p, read_stamps(path))
+    wait_exit(p, 5)
+    return res
+
+
+def measure_failure(tool, n, rep):
+    """Restart latency and exit-to-action latency (ms) from a failonce run."""
+    p, path, rundir = start(tool, n, "failonce", rep)
+    rc = wait_exit(p, TIMEOUT)
+    st = read_stamps(path)
+    reap_leftovers(p, st)
+    wait_exit(p, 5)
+    res = {"restart": None, "act": None, "act_all": None}
+    fail = [s for s in st if s[3] == "exit" and s[1] == 0]
+    sigs = [s[2] for s in st if s[3] == "signal" and s[1] == 0]
+    again = [s[2] for s in st if s[3] == "start" and s[1] == 1]
+    if not fail:
+        note(tool, n, "failure", rundir)
+        return res
+    t = fail[0][2]
+    if len(sigs) == n - 1:
+        res["act"] = (min(sigs) - t) / 1e6
+        res["act_all"] = (max(sigs) - t) / 1e6
+    if tool != "floor":
+        if len(again) == n and rc == 0:
+            res["restart"] = (max(again) - t) / 1e6
+        else:
+            note(tool, n, f"restart (rc {rc})", rundir)
+    return res
+
+
+notes = []
+
+
+def note(tool, n, what, rundir):
+    notes.append(f"{tool} N={n}: {what} not observed, see "
+                 f"{os.path.relpath(rundir, WORK)}/log")
+
+
+def med(rows, key):
+    v = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(v) if v else None
+
+
+def collect():
+    launch = {(t, n): [] for t in TOOLS for n in SIZES}
+    fail = {(t, n): [] for t in TOOLS for n in RSIZES}
+    # Repetitions outermost and tools interleaved, so drift of the
+    # machine over the run hits every tool alike.
+    for rep in range(REPS):
+        for n in SIZES:
+            for t in TOOLS:
+                launch[t, n].append(measure_launch(t, n, rep))
+        for n in RSIZES:
+            for t in TOOLS:
+                fail[t, n].append(measure_failure(t, n, rep))
+        print(f"repetition {rep + 1}/{REPS} done", file=sys.stderr)
+    return launch, fail
+
+
+def fmt(v, unit="", prec=1):
+    return "n/a" if v is None else f"{v:.{prec}f}{unit}"
+
+
+def ratio(a, b):
+    return "n/a" if a is None or not b else f"{a / b:.2f}x"
+
+
+def delta(a, b):
+    return "n/a" if a is None or b is None else f"{a - b:+.1f} ms"
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("yes" if ok else "no")
+
+
+def table(launch, fail):
+    get = lambda d, t, n, k: med(d.get((t, n), []), k)
+    rows = []
+    for n in SIZES:
+        fl, ev, tr = (get(launch, t, n, "launch") for t in
+                      ("floor", "esv", "torchrun"))
+        rows.append(("launch, ms", n, fmt(fl, prec=2), fmt(ev, prec=2),
+                     fmt(tr), ratio(ev, fl), ratio(tr, fl),
+                     "esv <= 1.25x floor",
+                     verdict(None if ev is None or fl is None
+                             else ev <= 1.25 * fl)))
+    for n in RSIZES:
+        fl = get(launch, "floor", n, "launch")
+        ev, tr = (get(fail, t, n, "restart") for t in ("esv", "torchrun"))
+        rows.append(("restart, ms", n, fmt(fl, prec=2) + " (launch)",
+                     fmt(ev, prec=2), fmt(tr), delta(ev, fl), delta(tr, fl),
+                     "esv <= floor launch + 2 ms",
+                     verdict(None if ev is None or fl is None
+                             else ev <= fl + 2)))
+    for n in RSIZES:
+        fl, ev, tr = (get(fail, t, n, "act") for t in
+                      ("floor", "esv", "torchrun"))
+        rows.append(("exit to first SIGTERM, ms", n, fmt(fl, prec=3),
+                     fmt(ev, prec=3), fmt(tr), delta(ev, fl), delta(tr, fl),
+                     "esv <= 1 ms",
+                     verdict(None if ev is None else ev <= 1)))
+    for n in RSIZES:
+        fl, ev, tr = (get(fail, t, n, "act_all") for t in
+                      ("floor", "esv", "torchrun"))
+        rows.append(("exit to last SIGTERM, ms", n, fmt(fl, prec=3),
+                     fmt(ev, prec=3), fmt(tr), delta(ev, fl), delta(tr, fl),
+                     "", ""))
+    for n in SIZES:
+        ev, tr = (get(launch, t, n, "rss") for t in ("esv", "torchrun"))
+        eh = get(launch, "esv", n, "helpers")
+        evs = fmt(None if ev is None else ev / 1024, prec=2)
+        if eh:
+            evs += f" (+{eh / 1024:.2f} helpers)"
+        rows.append(("supervisor peak RSS, MiB", n, "-", evs,
+                     fmt(None if tr is None else tr / 1024), "", "",
+                     "esv < 2 MiB at N=256, torchrun ~230",
+                     verdict(None if ev is None or n != 256
+                             else ev < 2048)))
+    head = ("measure", "N", "floor", "esv", "torchrun", "esv vs floor",
+            "torchrun vs floor", "target", "esv meets")
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def raw(launch, fail):
+    out = []
+    for (t, n), rs in sorted(launch.items()):
+        out.append(f"launch   {t:8} N={n:<3} ms: " + " ".join(
+            fmt(r["launch"], prec=2) for r in rs))
+    for (t, n), rs in sorted(fail.items()):
+        out.append(f"restart  {t:8} N={n:<3} ms: " + " ".join(
+            fmt(r["restart"], prec=2) for r in rs))
+        out.append(f"act      {t:8} N={n:<3} ms: " + " ".join(
+            fmt(r["act"], prec=3) for r in rs))
+    return "\n".join(out)
+
+
+def machine():
+    model = "unknown cpu"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    u = os.uname()
+    return (f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {u.nodename}, "
+            f"{os.cpu_count()} cpus ({model}), Linux {u.release}")
+
+
+t_begin = time.monotonic()
+launch, fail = collect()
+print(f"esv benchmark: {machine()}")
+print(f"median of {REPS} runs; tools: {' '.join(TOOLS)}; "
+      f"total {time.monotonic() - t_begin:.0f} s\n")
+print(table(launch, fail))
+print("\nper-run values:")
+print(raw(launch, fail))
+for n in notes:
+    print("note:", n)
+PY

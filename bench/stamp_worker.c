@@ -1,0 +1,153 @@
+/*
+ * stamp_worker: the benchmark's worker, and its launcher.
+ *
+ * As a worker (no arguments) it reads the wall clock before anything
+ * else, so the stamp marks the moment the kernel handed it the CPU after
+ * fork and exec, and appends one line to $ESV_BENCH_STAMPS:
+ *
+ *	<RANK> <attempt> <ns> start <pid>
+ *
+ * then behaves as $ESV_BENCH_MODE says:
+ *	exit0		exit 0 at once
+ *	sleep		wait for a signal; stamp "signal" on arrival; die
+ *	failonce	attempt 0: LOCAL_RANK 1 stamps "exit" and exits 1
+ *			after $ESV_BENCH_FAIL_MS (200) ms, the others
+ *			behave as "sleep";
+ *			later attempts exit 0 at once
+ *
+ * As a launcher (stamp_worker --exec cmd args...) it stamps
+ * "- - <ns> launch <pid>" and execs cmd, so that every program under test
+ * is timed from the same point: just before its own execve.
+ *
+ * The attempt is TORCHELASTIC_RESTART_COUNT.  Wall clock, because the
+ * stamps of different processes are compared; each line is one write(2)
+ * on an O_APPEND file, so lines of concurrent workers never interleave.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int stampfd = -1;
+
+static long long
+ns_of(const struct timespec *ts)
+{
+	return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+static long
+env_long(const char *name, long dflt)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return dflt;
+	return v;
+}
+
+static void
+stamp(const char *rank, long attempt, const struct timespec *ts,
+    const char *event)
+{
+	char line[128];
+	int len;
+
+	if (stampfd == -1)
+		return;
+	len = snprintf(line, sizeof(line), "%s %ld %lld %s %ld\n", rank,
+	    attempt, ns_of(ts), event, (long)getpid());
+	if (len > 0 && (size_t)len < sizeof(line))
+		(void)write(stampfd, line, (size_t)len);
+}
+
+/* Signals a supervisor may use to stop a worker. */
+static void
+stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+}
+
+static void __attribute__((noreturn))
+wait_for_stop(const char *rank, long attempt, const sigset_t *set)
+{
+	struct timespec ts;
+	int sig;
+
+	while ((sig = sigwaitinfo(set, NULL)) == -1 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	stamp(rank, attempt, &ts, "signal");
+	_exit(sig == -1 ? 111 : 128 + sig);
+}
+
+static void __attribute__((noreturn))
+fail_later(const char *rank, long attempt)
+{
+	long ms = env_long("ESV_BENCH_FAIL_MS", 200);
+	struct timespec nap = { ms / 1000, ms % 1000 * 1000000L }, ts;
+
+	while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	stamp(rank, attempt, &ts, "exit");
+	_exit(1);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct timespec t0;
+	const char *path, *mode, *rank;
+	sigset_t set;
+	long attempt;
+
+	clock_gettime(CLOCK_REALTIME, &t0);
+
+	/* Blocked before the start line is out: the runner may signal then. */
+	stop_signals(&set);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((path = getenv("ESV_BENCH_STAMPS")) != NULL)
+		stampfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+		    0644);
+
+	if (argc >= 3 && strcmp(argv[1], "--exec") == 0) {
+		stamp("-", 0, &t0, "launch");
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		execvp(argv[2], argv + 2);
+		fprintf(stderr, "stamp_worker: unable to exec %s: %s\n",
+		    argv[2], strerror(errno));
+		return 111;
+	}
+
+	rank = getenv("RANK") != NULL ? getenv("RANK") : "?";
+	attempt = env_long("TORCHELASTIC_RESTART_COUNT", 0);
+	stamp(rank, attempt, &t0, "start");
+
+	mode = getenv("ESV_BENCH_MODE") != NULL ? getenv("ESV_BENCH_MODE") :
+	    "exit0";
+	if (strcmp(mode, "sleep") == 0)
+		wait_for_stop(rank, attempt, &set);
+	if (strcmp(mode, "failonce") == 0 && attempt == 0) {
+		if (env_long("LOCAL_RANK", -1) == 1)
+			fail_later(rank, attempt);
+		wait_for_stop(rank, attempt, &set);
+	}
+	return 0;
+}

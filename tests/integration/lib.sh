@@ -1,0 +1,284 @@
+# Shared helpers of the integration tests.  Source it first thing:
+#	. "$(dirname "$0")/lib.sh"
+#	esv_setup
+# API (kept stable, other test files rely on it):
+#	SUP CTL		paths of esv-supervise and esv-ctl ($ESV_BIN_DIR)
+#	ESV_TEST_DIR	this directory; WORKERS=$ESV_TEST_DIR/workers
+#	T		the test's private work directory (made by esv_setup)
+#	esv_setup [SECS]	bound the whole test (default 150 s, by re-running
+#			the script, without arguments, under timeout(1)), make $T, trap the cleanup that
+#			kills every leftover process of the test.  Skips (77)
+#			when the binaries are missing.
+#	fail MSG...	"FAIL: MSG" on stderr, exit 1 (in a subshell it only
+#			leaves the subshell: use `|| fail` at top level)
+#	skip MSG...	"SKIP: MSG" on stderr, exit 77
+#	note MSG...	a progress line on stderr
+#	wait_for [-t SECS] CMD...	retry CMD until it succeeds; return 1
+#			after SECS (default 10)
+#	start_sup JOBDIR [OPTIONS...] [-- ENTRYPOINT ARGS...]
+#			run `esv-supervise OPTIONS JOBDIR -- ENTRYPOINT ARGS`
+#			in the background (JOBDIR is created).  Sets SUP_PID,
+#			SUP_OUT=JOBDIR.out, SUP_ERR=JOBDIR.err.
+#			Environment: `FOO=bar start_sup ...` works.
+#	wait_sup [-t SECS] [PID]	wait for a supervisor (default $SUP_PID,
+#			30 s); returns its exit status; fails on deadline.
+#	run_sup [-t SECS] JOBDIR [OPTIONS...] [-- ENTRY...]
+#			start_sup + wait_sup; status in SUP_RC
+#	stop_sup [PID]	SIGTERM a supervisor and wait (bounded)
+#	ctl ARGS...	esv-ctl with a 30 s bound
+#	kv FILE KEY	value of KEY in a key=value file (empty if absent)
+#	free_port	print a free TCP port of 127.0.0.1
+#	write_ini JOBDIR	job.ini from stdin
+#	assert_eq GOT WANT [WHAT]	assert_ne GOT NOTWANT [WHAT]
+#	assert_rc WANT CMD...	run CMD (bounded 30 s) with stdout in $T/out,
+#			stderr in $T/err; fail unless it exits WANT
+#	assert_grep FILE ERE [WHAT]	assert_grep_F FILE STRING [WHAT]
+#	assert_no_grep FILE ERE [WHAT]	assert_no_grep_F FILE STRING [WHAT]
+#	assert_file PATH	assert_no_file PATH
+#	assert_json FILE	FILE parses as JSON
+#	count_lines FILE ERE	number of lines matching
+
+: "${ESV_BIN_DIR:=/work/main/build/supervisor}"
+: "${ESV_TEST_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+export ESV_BIN_DIR ESV_TEST_DIR
+SUP=$ESV_BIN_DIR/esv-supervise
+CTL=$ESV_BIN_DIR/esv-ctl
+WORKERS=$ESV_TEST_DIR/workers
+ESV_SUP_PIDS=()
+
+note()
+{
+	echo "${0##*/}: $*" >&2
+}
+
+fail()
+{
+	echo "FAIL: ${0##*/}: $*" >&2
+	exit 1
+}
+
+skip()
+{
+	echo "SKIP: ${0##*/}: $*" >&2
+	exit 77
+}
+
+# Every process the test starts inherits ESV_ITEST_TAG (the supervisor
+# passes its env on to the workers), so the cleanup finds them all, orphans
+# included, by pid.
+esv_kill_tagged()
+{
+	local p pid
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = "$$" ] && continue
+		[ "$pid" = "$BASHPID" ] && continue
+		if tr '\0' '\n' <"$p/environ" 2>/dev/null |
+		    grep -qxF "ESV_ITEST_TAG=$T"; then
+			kill -KILL "$pid" 2>/dev/null
+		fi
+	done
+}
+
+esv_cleanup()
+{
+	local rc=$? pid
+	trap - EXIT INT TERM HUP
+	for pid in "${ESV_SUP_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	esv_kill_tagged
+	sleep 0.1
+	esv_kill_tagged
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] || [ -n "${ESV_KEEP:-}" ]; then
+		echo "${0##*/}: exit $rc, work directory kept: $T" >&2
+	else
+		rm -rf "$T"
+	fi
+	exit "$rc"
+}
+
+esv_setup()
+{
+	local limit=${1:-150}
+	if [ -z "${ESV_ITEST_BOUNDED:-}" ]; then
+		ESV_ITEST_BOUNDED=1 exec timeout -k 5 "$limit" bash "$0"
+	fi
+	[ -x "$SUP" ] || skip "$SUP is not built"
+	[ -x "$CTL" ] || skip "$CTL is not built"
+	T=$(mktemp -d "/tmp/esv-itest.${0##*/}.XXXXXX") || exit 111
+	export T
+	export ESV_ITEST_TAG=$T
+	trap esv_cleanup EXIT
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+	trap 'exit 129' HUP
+}
+
+wait_for()
+{
+	local secs=10 deadline
+	if [ "$1" = -t ]; then
+		secs=$2
+		shift 2
+	fi
+	deadline=$(awk -v now="$(date +%s%3N)" -v s="$secs" \
+	    'BEGIN { printf "%d", now + s * 1000 }')
+	until "$@"; do
+		[ "$(date +%s%3N)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
+
+start_sup()
+{
+	local job=$1 opts=() ep=()
+	shift
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -- ]; then
+			shift
+			ep=(-- "$@")
+			break
+		fi
+		opts+=("$1")
+		shift
+	done
+	mkdir -p "$job"
+	SUP_OUT=$job.out
+	SUP_ERR=$job.err
+	"$SUP" "${opts[@]}" "$job" "${ep[@]}" >"$SUP_OUT" 2>"$SUP_ERR" </dev/null &
+	SUP_PID=$!
+	ESV_SUP_PIDS+=("$SUP_PID")
+}
+
+# A pid that exited but was not reaped still answers kill -0: look at
+# its state instead.
+esv_alive()
+{
+	local st
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+wait_sup()
+{
+	local secs=30 pid
+	if [ "$1" = -t ]; then
+		secs=$2
+		shift 2
+	fi
+	pid=${1:-$SUP_PID}
+	if ! wait_for -t "$secs" eval '! esv_alive '"$pid"; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		fail "esv-supervise (pid $pid) still running after ${secs}s"
+	fi
+	wait "$pid"
+}
+
+run_sup()
+{
+	local secs=30
+	if [ "$1" = -t ]; then
+		secs=$2
+		shift 2
+	fi
+	start_sup "$@"
+	wait_sup -t "$secs"
+	SUP_RC=$?
+	return 0
+}
+
+stop_sup()
+{
+	local pid=${1:-$SUP_PID}
+	kill -TERM "$pid" 2>/dev/null
+	wait_sup -t 40 "$pid"
+}
+
+ctl()
+{
+	timeout 30 "$CTL" "$@"
+}
+
+kv()
+{
+	awk -v k="$2" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }' "$1" 2>/dev/null
+}
+
+free_port()
+{
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+write_ini()
+{
+	mkdir -p "$1"
+	cat >"$1/job.ini"
+}
+
+assert_eq()
+{
+	[ "$1" = "$2" ] || fail "${3:-value}: got '$1', wanted '$2'"
+}
+
+assert_ne()
+{
+	[ "$1" != "$2" ] || fail "${3:-value}: got '$1', wanted anything else"
+}
+
+assert_rc()
+{
+	local want=$1 rc
+	shift
+	timeout 30 "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] ||
+	    fail "$* exited $rc, wanted $want; stdout: $(head -c 2000 "$T/out"); stderr: $(head -c 2000 "$T/err")"
+}
+
+assert_grep()
+{
+	grep -qE -- "$2" "$1" ||
+	    fail "${3:-$1} lacks /$2/: $(head -c 3000 "$1" 2>&1)"
+}
+
+assert_grep_F()
+{
+	grep -qF -- "$2" "$1" ||
+	    fail "${3:-$1} lacks '$2': $(head -c 3000 "$1" 2>&1)"
+}
+
+assert_no_grep()
+{
+	! grep -qE -- "$2" "$1" ||
+	    fail "${3:-$1} has /$2/: $(grep -E -- "$2" "$1" | head -5)"
+}
+
+assert_no_grep_F()
+{
+	! grep -qF -- "$2" "$1" ||
+	    fail "${3:-$1} has '$2': $(grep -F -- "$2" "$1" | head -5)"
+}
+
+assert_file()
+{
+	[ -e "$1" ] || fail "$1 does not exist"
+}
+
+assert_no_file()
+{
+	[ ! -e "$1" ] || fail "$1 exists"
+}
+
+assert_json()
+{
+	python3 -m json.tool "$1" >/dev/null 2>&1 ||
+	    fail "$1 is not JSON: $(head -c 2000 "$1" 2>&1)"
+}
+
+count_lines()
+{
+	grep -cE -- "$2" "$1" 2>/dev/null
+}

@@ -1,0 +1,175 @@
+#!/bin/bash
+# esv-ctl with no esv-supervise running: it must fail fast, never block,
+# and keep its exit codes (esv-ctl(8)).  A "fake" below only holds
+# supervise/ok and supervise/control open, as a live supervisor would.
+# Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_ctl_nosuper.sh
+set -u
+
+: "${ESV_BIN_DIR:?set ESV_BIN_DIR to the directory holding esv-ctl}"
+CTL=$ESV_BIN_DIR/esv-ctl
+[ -x "$CTL" ] || { echo "FAIL: $CTL is not executable"; exit 1; }
+
+T=$(mktemp -d /tmp/test_ctl_nosuper.XXXXXX)
+FAKE=
+cleanup() {
+	[ -n "$FAKE" ] && kill "$FAKE" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+failures=0
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+# run EXPECTED_RC CMD...: run with a time bound; keep stdout/stderr.
+run() {
+	local want=$1
+	shift
+	timeout 10 "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] ||
+	    fail "$* exited $rc, wanted $want; stderr: $(cat "$T/err")"
+}
+
+expect_in() {
+	grep -q -- "$2" "$T/$1" ||
+	    fail "$1 lacks '$2': $(cat "$T/$1")"
+}
+
+# A job directory that a supervisor once ran: the files, no reader.
+J=$T/job
+mkdir -p "$J/supervise" "$J/event" "$J/workers/0"
+chmod 03730 "$J/event"
+mkfifo "$J/supervise/control" "$J/supervise/ok"
+cat >"$J/supervise/state" <<EOF
+state=failed
+want=up
+paused=0
+since=$(date +%s).25
+supervisor_pid=999999
+attempt=4
+restart_count=3
+max_restarts=3
+run_id=007
+pids=
+exit_code=1
+EOF
+cat >"$J/workers/0/state" <<EOF
+state=failed
+local_rank=0
+rank=0
+exit_code=3
+signal=
+EOF
+
+# Actions: "supervisor not running", exit 1, without blocking on the FIFO.
+for cmd in up down once restart term kill pause cont exit; do
+	run 1 "$CTL" "$cmd" "$J"
+	expect_in err "esv-ctl: fail: $J: supervisor not running"
+done
+run 1 "$CTL" signal HUP "$J"
+run 1 "$CTL" -w 5 up "$J"
+expect_in err "supervisor not running"
+run 1 "$CTL" down "$T/missing"
+expect_in err "esv-ctl: fail: $T/missing: supervisor not running"
+# Each JOBDIR is handled: one failure line per job.
+run 1 "$CTL" up "$J" "$T/missing"
+[ "$(grep -c 'supervisor not running' "$T/err")" -eq 2 ] ||
+    fail "two jobs, wanted two failure lines: $(cat "$T/err")"
+
+# Status of a job without supervisor: the last recorded state.
+run 1 "$CTL" status "$J"
+expect_in out "^$J: not running"
+expect_in out "failed"
+expect_in out "attempt 4"
+expect_in out "restarts 3/3"
+expect_in out "exit 1"
+expect_in out "^  worker 0: failed, rank 0, exit 3"
+run 1 "$CTL" status "$T/missing"
+expect_in out "^$T/missing: not running$"
+run 1 "$CTL" status --json "$J"
+python3 - "$T/out" "$J" <<'EOF' || fail "status --json: wrong object: $(cat "$T/out")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+o = json.loads(lines[0])
+assert o["jobdir"] == sys.argv[2], o
+assert o["supervisor"] == "not running", o
+job = o["job"]
+assert job["state"] == "failed" and job["attempt"] == 4, job
+assert job["run_id"] == "007", job          # a name, not a number
+assert job["pids"] == [] and job["exit_code"] == 1, job
+assert isinstance(job["since"], float), job
+assert o["workers"][0]["exit_code"] == 3, o
+assert o["workers"][0]["signal"] is None, o
+EOF
+run 1 "$CTL" status --json "$T/missing"
+python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["job"] is None and o["workers"] == []' \
+    "$T/out" || fail "status --json of a missing dir: $(cat "$T/out")"
+
+# wait: a finished job needs no supervisor; other targets fail with 1.
+run 0 "$CTL" wait finished "$J"
+run 1 "$CTL" wait up -t 5 "$J"
+expect_in err "supervisor not running"
+
+# Usage errors: 100, with the reason.
+run 100 "$CTL"
+run 100 "$CTL" up
+run 100 "$CTL" frobnicate "$J"
+expect_in err "unknown command: frobnicate"
+run 100 "$CTL" signal NOSUCHSIG "$J"
+expect_in err "NOSUCHSIG"
+run 100 "$CTL" signal SIGSEGV "$J"
+expect_in err "SIGSEGV"
+run 100 "$CTL" -w 5 pause "$J"
+run 100 "$CTL" -w soon up "$J"
+run 100 "$CTL" wait sideways "$J"
+run 100 "$CTL" wait up -t -1 "$J"
+run 100 "$CTL" status -t 1 "$J"
+run 100 "$CTL" up --json "$J"
+run 0 "$CTL" --help
+expect_in out "usage: esv-ctl"
+run 0 "$CTL" --version
+expect_in out "^esv-ctl "
+
+# A fake supervisor that holds the FIFOs open but never acts: the letter
+# is sent, and waits end at their timeout with 99, promptly.
+bash -c 'exec 3<>"$1/supervise/ok" 4<>"$1/supervise/control"; exec sleep 60' \
+    _ "$J" &
+FAKE=$!
+sed -i 's/^state=failed/state=down/' "$J/supervise/state"
+# The fake's open may not have happened yet: wait for it, bounded.
+for _ in $(seq 100); do
+	timeout 5 "$CTL" status "$J" >/dev/null 2>&1 && break
+	sleep 0.05
+done
+run 0 "$CTL" status "$J"
+expect_in out "^$J: down"
+run 0 "$CTL" pause "$J"
+expect_in out "sent: $J: pause"
+start=$(date +%s%N)
+run 99 "$CTL" wait up -t 0.5 "$J"
+elapsed=$((($(date +%s%N) - start) / 1000000))
+[ "$elapsed" -ge 450 ] && [ "$elapsed" -lt 5000 ] ||
+    fail "wait -t 0.5 took ${elapsed}ms"
+run 99 "$CTL" up -w 0.3 "$J"
+expect_in out "^timeout: $J: down"
+run 99 "$CTL" restart -w 0.3 "$J"
+# A waiter leaves no listener FIFO behind.
+left=$(find "$J/event" -name '*ftrig1*' | wc -l)
+[ "$left" -eq 0 ] || fail "$left listener FIFOs left in event/"
+
+# The fake dies while waited on: 102, not a timeout.
+(sleep 0.3; kill "$FAKE") &
+run 102 "$CTL" wait up -t 20 "$J"
+expect_in err "supervisor died"
+wait
+FAKE=
+
+if [ "$failures" -ne 0 ]; then
+	echo "test_ctl_nosuper: $failures failure(s)"
+	exit 1
+fi
+echo "test_ctl_nosuper: ok"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every test of esv: unit, integration and real-PyTorch suites, in a normal
+# build and again in an ASan+UBSan build.  Exit status 0 only if all pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/setup.sh build
+meson test -C build --print-errorlogs --num-processes 2
+
+bash tools/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+	-Dbuildtype=debug
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	meson test -C build-asan --print-errorlogs --num-processes 2
+echo "run-all: every test passed in both builds"
