@@ -2,9 +2,10 @@
  * floor N worker [args...]
  *
  * The least a supervisor can do to start N workers: fork and exec them
- * in a loop, each with RANK and LOCAL_RANK set, then wait for them.  No
- * state files, no process groups, no pipes, no restarts.  The benchmark
- * compares esv-supervise's launch time with this one's.
+ * in a loop, each with RANK, LOCAL_RANK and LOCAL_WORLD_SIZE set, then
+ * wait for them.  No state files, no process groups, no pipes, no
+ * restarts.  The benchmark compares esv-supervise's launch time with this
+ * one's.
  *
  * It does act on a failure the least a supervisor can: the first worker
  * that exits non-zero makes it send SIGTERM to the others, which gives the
@@ -70,6 +71,7 @@ main(int argc, char *argv[])
 		return 111;
 	}
 	setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
+	setenv("LOCAL_WORLD_SIZE", argv[1], 1);
 	for (i = 0; i < n; i++) {
 		if ((pid = fork()) == -1) {
 			perror("floor: fork");

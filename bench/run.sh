@@ -10,6 +10,7 @@
 #   BENCH_SIZES          worker counts for launch and memory ("4 64 256")
 #   BENCH_RESTART_SIZES  worker counts for restart and reaction ("4 64 256")
 #   BENCH_TOOLS          subset of "floor esv torchrun"
+#   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
 
@@ -20,6 +21,7 @@ root=$(dirname "$bench")
 : "${BENCH_SIZES:=4 64 256}"
 : "${BENCH_RESTART_SIZES:=4 64 256}"
 : "${BENCH_TOOLS:=floor esv torchrun}"
+: "${BENCH_FAIL_MS:=200}"
 python=/usr/bin/python3
 
 if [ -n "${BENCH_KEEP:-}" ]; then
@@ -41,7 +43,7 @@ cc_bench "$bench/stamp_worker.c" "$work/stamp_worker"
 cc_bench "$bench/floor.c" "$work/floor"
 
 export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \
-    BENCH_RESTART_SIZES BENCH_TOOLS BENCH_PYTHON=$python
+    BENCH_RESTART_SIZES BENCH_TOOLS BENCH_FAIL_MS BENCH_PYTHON=$python
 
 "$python" - <<'PY'
 import os
@@ -63,7 +65,7 @@ WORKER = os.path.join(WORK, "stamp_worker")
 FLOOR = os.path.join(WORK, "floor")
 ESV = os.path.join(os.environ["ESV_BIN_DIR"], "esv-supervise")
 SHIM = os.path.join(BENCH, "torchrun_shim.py")
-FAIL_MS = 200
+FAIL_MS = int(os.environ["BENCH_FAIL_MS"])
 TIMEOUT = 90.0
 
 if "esv" in TOOLS and not os.access(ESV, os.X_OK):
@@ -106,11 +108,12 @@ def read_stamps(path):
     return out
 
 
-def vm_hwm_kib(pid):
+def status_kib(pid, key):
+    """A kB field of /proc/<pid>/status, e.g. VmHWM (peak RSS)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -132,7 +135,7 @@ def helpers_hwm_kib(pid, workers):
         c = todo.pop()
         if c in workers:
             continue
-        total += vm_hwm_kib(c) or 0
+        total += status_kib(c, "VmHWM") or 0
         todo.extend(children(c))
     return total
 
@@ -192,13 +195,14 @@ def measure_launch(tool, n, rep):
         time.sleep(0.005)
     starts = [s for s in st if s[3] == "start" and s[1] == 0]
     launch = [s for s in st if s[3] == "launch"]
-    res = {"launch": None, "rss": None, "helpers": None}
+    res = {"launch": None, "rss": None, "anon": None, "helpers": None}
     if len(starts) >= n and launch and p.poll() is None:
         res["launch"] = (max(s[2] for s in starts) - launch[0][2]) / 1e6
         # Settle, so the sample sees the supervisor after it has
         # written its state for the started group.
         time.sleep(0.2)
-        res["rss"] = vm_hwm_kib(p.pid)
+        res["rss"] = status_kib(p.pid, "VmHWM")
+        res["anon"] = status_kib(p.pid, "RssAnon")
         res["helpers"] = helpers_hwm_kib(p.pid, {s[4] for s in starts})
     else:
         note(tool, n, "launch", rundir)
@@ -287,6 +291,18 @@ def verdict(ok):
     return "n/a" if ok is None else ("yes" if ok else "no")
 
 
+def mib(launch, tool, n):
+    """Peak RSS, with its anonymous part and the helpers' peak beside it."""
+    rows = launch.get((tool, n), [])
+    rss, anon, helpers = (med(rows, k) for k in ("rss", "anon", "helpers"))
+    if rss is None:
+        return "n/a"
+    out = f"{rss / 1024:.2f} (anon {anon / 1024:.2f}"
+    if helpers:
+        out += f"; helpers +{helpers / 1024:.2f}"
+    return out + ")"
+
+
 def table(launch, fail):
     get = lambda d, t, n, k: med(d.get((t, n), []), k)
     rows = []
@@ -321,12 +337,8 @@ def table(launch, fail):
                      "", ""))
     for n in SIZES:
         ev, tr = (get(launch, t, n, "rss") for t in ("esv", "torchrun"))
-        eh = get(launch, "esv", n, "helpers")
-        evs = fmt(None if ev is None else ev / 1024, prec=2)
-        if eh:
-            evs += f" (+{eh / 1024:.2f} helpers)"
-        rows.append(("supervisor peak RSS, MiB", n, "-", evs,
-                     fmt(None if tr is None else tr / 1024), "", "",
+        rows.append(("supervisor peak RSS, MiB", n, "-", mib(launch, "esv", n),
+                     mib(launch, "torchrun", n), "", "",
                      "esv < 2 MiB at N=256, torchrun ~230",
                      verdict(None if ev is None or n != 256
                              else ev < 2048)))

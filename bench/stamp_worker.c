@@ -11,8 +11,9 @@
  *	exit0		exit 0 at once
  *	sleep		wait for a signal; stamp "signal" on arrival; die
  *	failonce	attempt 0: LOCAL_RANK 1 stamps "exit" and exits 1
- *			after $ESV_BENCH_FAIL_MS (200) ms, the others
- *			behave as "sleep";
+ *			$ESV_BENCH_FAIL_MS (200) ms after all
+ *			$LOCAL_WORLD_SIZE workers have stamped their start;
+ *			the others behave as "sleep";
  *			later attempts exit 0 at once
  *
  * As a launcher (stamp_worker --exec cmd args...) it stamps
@@ -97,14 +98,53 @@ wait_for_stop(const char *rank, long attempt, const sigset_t *set)
 	_exit(sig == -1 ? 111 : 128 + sig);
 }
 
-static void __attribute__((noreturn))
-fail_later(const char *rank, long attempt)
+static void
+nap_ms(long ms)
 {
-	long ms = env_long("ESV_BENCH_FAIL_MS", 200);
-	struct timespec nap = { ms / 1000, ms % 1000 * 1000000L }, ts;
+	struct timespec nap = { ms / 1000, ms % 1000 * 1000000L };
 
 	while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
 		;
+}
+
+/* Start lines in the stamps file; in attempt 0 nothing else is there yet. */
+static long
+started(const char *path)
+{
+	static char buf[1 << 20];
+	const char *p;
+	ssize_t len;
+	long n = 0;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	for (p = buf; (p = strstr(p, " start ")) != NULL; p++)
+		n++;
+	return n;
+}
+
+/*
+ * A failure while the supervisor is still starting workers, or still
+ * recording their start, would measure its start-up instead of its
+ * reaction (and kill workers that have not yet blocked signals, so they
+ * leave no stamp): wait for the whole group, then give it time to settle.
+ */
+static void __attribute__((noreturn))
+fail_later(const char *rank, long attempt)
+{
+	const char *path = getenv("ESV_BENCH_STAMPS");
+	long n = env_long("LOCAL_WORLD_SIZE", 0);
+	struct timespec ts;
+
+	while (path != NULL && started(path) < n)
+		nap_ms(10);
+	nap_ms(env_long("ESV_BENCH_FAIL_MS", 200));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	stamp(rank, attempt, &ts, "exit");
 	_exit(1);

@@ -13,7 +13,7 @@
  *   state      key=value: the group (ESV_STATE_* keys below)
  *   group.lock flock(2)ed by the supervisor and inherited by every worker:
  *              held while any worker of the job lives
- *   pgids      the process groups of the running workers, one per line
+ *   pgids      the process groups of the running workers, "pgid=N" lines
  *   failure.json  the last failure summary
  * event/       s6-style fifodir: listeners get one byte per event
  * workers/<local_rank>/{state,env/,error.json}

@@ -34,6 +34,10 @@ control_setup(struct supervisor *sv)
 	const char *jd = sv->cfg->jobdir;
 	char path[PATH_MAX];
 
+	/* event/ first: once ok has a reader, clients may subscribe. */
+	pathf(path, sizeof(path), "%s/%s", jd, ESV_EVENT_DIR);
+	if (fifodir_make(path) == -1)
+		die(111, "unable to create %s", path);
 	if (make_fifo(sv, ESV_CONTROL) == -1 || make_fifo(sv, ESV_OK) == -1)
 		die(111, "unable to create the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
@@ -45,9 +49,6 @@ control_setup(struct supervisor *sv)
 	if (sv->ctlfd == -1 || sv->ctlkeepfd == -1 || sv->okfd == -1)
 		die(111, "unable to open the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
-	pathf(path, sizeof(path), "%s/%s", jd, ESV_EVENT_DIR);
-	if (fifodir_make(path) == -1)
-		die(111, "unable to create %s", path);
 }
 
 static void
@@ -70,6 +71,7 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 			timer_arm_ms(sv->timerw.fd, -1);
 			sv->state = G_DOWN;
 			report_group(sv);
+			report_event(sv, ESV_EVENT_DOWN);
 		} else
 			report_group(sv);
 		break;

@@ -321,7 +321,7 @@ send_letter(struct job *j, char letter, enum cond cond)
 {
 	char path[PATH_MAX];
 	ssize_t w;
-	int fd;
+	int fd, up;
 
 	if (job_path(path, sizeof(path), j, ESV_CONTROL) == -1 ||
 	    (fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
@@ -334,9 +334,9 @@ send_letter(struct job *j, char letter, enum cond cond)
 		return;
 	}
 	if (cond != COND_NONE) {
-		if ((w = job_open_ok(j)) <= 0 || job_listen(j) == -1) {
-			if (w == 0)
-				job_fail(j, ESV_EXIT_FAILED);
+		if ((up = job_open_ok(j)) == 0)
+			job_fail(j, ESV_EXIT_FAILED);
+		if (up != 1 || job_listen(j) == -1) {
 			close(fd);
 			return;
 		}

@@ -155,7 +155,13 @@ child_exec(struct supervisor *sv, struct worker *wk, int fds[2], int execw,
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(111);
-	signal(SIGPIPE, SIG_DFL);
+	/*
+	 * Ignored signals survive exec: a supervisor started in the background
+	 * of a script (SIGINT ignored) must not pass that on to its workers.
+	 */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	if ((fds[0] != -1 && dup2(fds[0], 1) == -1) ||
@@ -276,6 +282,7 @@ group_start(struct supervisor *sv)
 	}
 	sv->attempt++;
 	sv->attempt_started_ms = mono_ms();
+	sv->pid_since = wall_now();
 	set_state(sv, G_RUNNING);
 	for (i = 0; i < n; i++) {
 		struct envbuf own = { 0 };
@@ -376,12 +383,15 @@ finish_attempt(struct supervisor *sv)
 	arm_deadline(sv, -1);
 	group_signal(sv, SIGKILL);
 	kill_adopted(sv);
+	kill_lock_holders(sv->lock_dev, sv->lock_ino, SIGKILL);
 	for (i = 0; i < sv->nworkers; i++) {
 		if (sv->workers[i].pgid > 1)
 			guardian_drop(sv, sv->workers[i].pgid);
 		sv->workers[i].pgid = 0;
 		output_close(sv, &sv->workers[i]);
 	}
+	sv->pid_since = wall_now();
+	set_state(sv, G_DOWN);
 	report_event(sv, ESV_EVENT_DOWN);
 }
 
@@ -406,8 +416,7 @@ restart_after_failure(struct supervisor *sv)
 	}
 	report_failure(sv, false);
 	sv->restart_count++;
-	info_msg("worker group failed: %u/%u restarts left, restarting",
-	    sv->cfg->max_restarts - sv->restart_count + 1,
+	info_msg("worker group failed: restart %u of %u", sv->restart_count,
 	    sv->cfg->max_restarts);
 	delay = backoff_next(&sv->backoff, ran);
 	if (delay == 0) {
@@ -427,21 +436,16 @@ after_stop(struct supervisor *sv)
 
 	finish_attempt(sv);
 	sv->stop_reason = STOP_NONE;
-	if (why == STOP_SIGNAL || why == STOP_EXIT || sv->want_exit) {
-		set_state(sv, G_DOWN);
+	if (why == STOP_SIGNAL || why == STOP_EXIT || sv->want_exit)
 		supervisor_exit(sv, 1);
-	}
 	if (why == STOP_FAILURE) {
 		restart_after_failure(sv);
 		return;
 	}
 	if (why == STOP_MANUAL)
 		sv->manual_restarts++;
-	if (sv->want == 'd') {
-		set_state(sv, G_DOWN);
-		return;
-	}
-	group_start(sv);
+	if (sv->want != 'd')
+		group_start(sv);
 }
 
 static struct worker *

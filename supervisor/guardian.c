@@ -4,6 +4,9 @@
  * parent-death signal reaches the workers but not their own children;
  * killpg on the recorded groups does.
  *
+ * Descendants that left those groups are found by the lock file they
+ * inherited (holders.c).
+ *
  * Protocol on its pipe: "+<pgid>\n" records a group, "-<pgid>\n" forgets
  * it.  EOF means the supervisor is gone: SIGKILL every recorded group.
  */
@@ -21,7 +24,7 @@
 #define GUARDIAN_MAX	ESV_MAX_NPROC
 
 static void __attribute__((noreturn))
-guardian_main(int rfd)
+guardian_main(int rfd, dev_t dev, ino_t ino)
 {
 	static pid_t groups[GUARDIAN_MAX];
 	char buf[4096], line[32];
@@ -68,6 +71,9 @@ guardian_main(int rfd)
 	}
 	for (i = 0; i < n; i++)
 		killpg(groups[i], SIGKILL);
+	/* Descendants that left the groups still hold the lock file. */
+	if (n > 0)
+		kill_lock_holders(dev, ino, SIGKILL);
 	_exit(0);
 }
 
@@ -86,7 +92,7 @@ guardian_start(struct supervisor *sv)
 		if (dup2(p[0], 3) == -1)
 			_exit(111);
 		closefrom(4);
-		guardian_main(3);
+		guardian_main(3, sv->lock_dev, sv->lock_ino);
 	}
 	close(p[0]);
 	if (sv->guardianfd > 0)

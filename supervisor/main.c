@@ -58,6 +58,7 @@ take_group_lock(struct supervisor *sv)
 	const char *jd = sv->cfg->jobdir;
 	struct sigaction sa;
 	struct kvlist kl;
+	struct stat st;
 	char path[PATH_MAX];
 	char *p, *end;
 	long pg;
@@ -66,6 +67,10 @@ take_group_lock(struct supervisor *sv)
 	    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (sv->grouplockfd == -1)
 		die(111, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
+	if (fstat(sv->grouplockfd, &st) == -1)
+		die(111, "unable to stat %s/%s", jd, ESV_GROUP_LOCK);
+	sv->lock_dev = st.st_dev;
+	sv->lock_ino = st.st_ino;
 	if (flock(sv->grouplockfd, LOCK_EX | LOCK_NB) == 0)
 		return;
 	if (errno != EWOULDBLOCK)
@@ -83,6 +88,7 @@ take_group_lock(struct supervisor *sv)
 		}
 		kv_list_free(&kl);
 	}
+	kill_lock_holders(sv->lock_dev, sv->lock_ino, SIGKILL);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, NULL);

@@ -44,8 +44,10 @@ report_runit(struct supervisor *sv)
 	bool up = sv->alive > 0;
 
 	memset(&st, 0, sizeof(st));
-	st.since.tv_sec = (time_t)sv->since;
-	st.since.tv_nsec = (long)((sv->since - (double)st.since.tv_sec) * 1e9);
+	/* sv(8) waits for this stamp to move: only a start or stop may. */
+	st.since.tv_sec = (time_t)sv->pid_since;
+	st.since.tv_nsec = (long)((sv->pid_since - (double)st.since.tv_sec) *
+	    1e9);
 	st.pid = up ? (uint32_t)sv->workers[0].last_pid : 0;
 	st.paused = sv->paused;
 	st.want = sv->want == 'd' ? 'd' : 'u';

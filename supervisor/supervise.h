@@ -101,6 +101,9 @@ struct supervisor {
 	const char		*job_name;	/* the summary's title */
 	int			 exit_code;
 	bool			 exiting;
+	double			 pid_since;	/* runit's record: last start or stop */
+	dev_t			 lock_dev;	/* identity of group.lock */
+	ino_t			 lock_ino;
 };
 
 /* group.c */
@@ -127,6 +130,9 @@ void	report_worker(struct supervisor *sv, struct worker *wk);
 void	report_env(struct supervisor *sv, struct worker *wk, char **own);
 void	report_event(struct supervisor *sv, char ev);
 void	report_failure(struct supervisor *sv, bool final);
+
+/* holders.c: processes with the job's group.lock open; returns how many. */
+unsigned	kill_lock_holders(dev_t dev, ino_t ino, int signo);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);

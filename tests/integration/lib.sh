@@ -3,12 +3,13 @@
 #	esv_setup
 # API (kept stable, other test files rely on it):
 #	SUP CTL		paths of esv-supervise and esv-ctl ($ESV_BIN_DIR)
+#	PY		a python3 for checks (/usr/bin/python3 if present)
 #	ESV_TEST_DIR	this directory; WORKERS=$ESV_TEST_DIR/workers
 #	T		the test's private work directory (made by esv_setup)
-#	esv_setup [SECS]	bound the whole test (default 150 s, by re-running
-#			the script, without arguments, under timeout(1)), make $T, trap the cleanup that
-#			kills every leftover process of the test.  Skips (77)
-#			when the binaries are missing.
+#	esv_setup [SECS]	bound the whole test (default 150 s) by running
+#			the script again, without arguments, under timeout(1);
+#			make $T; trap the cleanup that kills every leftover
+#			process of the test.  Skips (77) without the binaries.
 #	fail MSG...	"FAIL: MSG" on stderr, exit 1 (in a subshell it only
 #			leaves the subshell: use `|| fail` at top level)
 #	skip MSG...	"SKIP: MSG" on stderr, exit 77
@@ -19,7 +20,10 @@
 #			run `esv-supervise OPTIONS JOBDIR -- ENTRYPOINT ARGS`
 #			in the background (JOBDIR is created).  Sets SUP_PID,
 #			SUP_OUT=JOBDIR.out, SUP_ERR=JOBDIR.err.
-#			Environment: `FOO=bar start_sup ...` works.
+#			Environment: `FOO=bar start_sup ...` works; a set
+#			array SUP_PREFIX is put before the command, e.g.
+#			SUP_PREFIX=(env -i PATH=/usr/bin:/bin) (keep
+#			ESV_ITEST_TAG=$T in such an env, for the cleanup).
 #	wait_sup [-t SECS] [PID]	wait for a supervisor (default $SUP_PID,
 #			30 s); returns its exit status; fails on deadline.
 #	run_sup [-t SECS] JOBDIR [OPTIONS...] [-- ENTRY...]
@@ -44,6 +48,9 @@ export ESV_BIN_DIR ESV_TEST_DIR
 SUP=$ESV_BIN_DIR/esv-supervise
 CTL=$ESV_BIN_DIR/esv-ctl
 WORKERS=$ESV_TEST_DIR/workers
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+SUP_PREFIX=()
 ESV_SUP_PIDS=()
 
 note()
@@ -73,8 +80,7 @@ esv_kill_tagged()
 		pid=${p#/proc/}
 		[ "$pid" = "$$" ] && continue
 		[ "$pid" = "$BASHPID" ] && continue
-		if tr '\0' '\n' <"$p/environ" 2>/dev/null |
-		    grep -qxF "ESV_ITEST_TAG=$T"; then
+		if grep -qzxF "ESV_ITEST_TAG=$T" "$p/environ" 2>/dev/null; then
 			kill -KILL "$pid" 2>/dev/null
 		fi
 	done
@@ -85,7 +91,7 @@ esv_cleanup()
 	local rc=$? pid
 	trap - EXIT INT TERM HUP
 	for pid in "${ESV_SUP_PIDS[@]}"; do
-		kill -KILL "$pid" 2>/dev/null
+		esv_alive "$pid" && kill -KILL "$pid" 2>/dev/null
 	done
 	esv_kill_tagged
 	sleep 0.1
@@ -117,13 +123,15 @@ esv_setup()
 
 wait_for()
 {
-	local secs=10 deadline
+	local secs=10 deadline ms
 	if [ "$1" = -t ]; then
 		secs=$2
 		shift 2
 	fi
-	deadline=$(awk -v now="$(date +%s%3N)" -v s="$secs" \
-	    'BEGIN { printf "%d", now + s * 1000 }')
+	ms=${secs#*.}
+	[ "$ms" = "$secs" ] && ms=
+	ms=${ms}000
+	deadline=$(($(date +%s%3N) + 10#0${secs%%.*} * 1000 + 10#${ms:0:3}))
 	until "$@"; do
 		[ "$(date +%s%3N)" -ge "$deadline" ] && return 1
 		sleep 0.05
@@ -147,7 +155,8 @@ start_sup()
 	mkdir -p "$job"
 	SUP_OUT=$job.out
 	SUP_ERR=$job.err
-	"$SUP" "${opts[@]}" "$job" "${ep[@]}" >"$SUP_OUT" 2>"$SUP_ERR" </dev/null &
+	"${SUP_PREFIX[@]}" "$SUP" "${opts[@]}" "$job" "${ep[@]}" \
+	    >"$SUP_OUT" 2>"$SUP_ERR" </dev/null &
 	SUP_PID=$!
 	ESV_SUP_PIDS+=("$SUP_PID")
 }
@@ -209,7 +218,7 @@ kv()
 
 free_port()
 {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 write_ini()
@@ -274,7 +283,7 @@ assert_no_file()
 
 assert_json()
 {
-	python3 -m json.tool "$1" >/dev/null 2>&1 ||
+	"$PY" -m json.tool "$1" >/dev/null 2>&1 ||
 	    fail "$1 is not JSON: $(head -c 2000 "$1" 2>&1)"
 }
 

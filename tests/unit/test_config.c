@@ -859,6 +859,34 @@ test_no_ini_is_fine_and_unreadable_is_not(void **state)
 	assert_int_equal(rmdir(f->ini), 0);
 }
 
+/* The annotated example must stay loadable and show the defaults. */
+static void
+test_example_file(void **state)
+{
+#ifdef ESV_SOURCE_DIR
+	struct job_config *cfg = &((struct fixture *)*state)->cfg;
+	char err[512];
+	char *argv[] = { "esv-supervise", ESV_SOURCE_DIR "/../../etc", NULL };
+
+	assert_int_equal(config_load(cfg, 2, argv, NULL, err, sizeof(err)),
+	    0);
+	assert_argv(cfg, (const char *[]){ "train.py", "--epochs", "10",
+	    "--checkpoint", "checkpoints/rank ${local_rank}", NULL });
+	assert_int_equal(cfg->nproc_per_node, 1);
+	assert_string_equal(cfg->master_addr, "127.0.0.1");
+	assert_true(cfg->master_port_set);
+	assert_string_equal(cfg->log_line_prefix,
+	    "[${role_name}${local_rank}]:");
+	assert_int_equal(cfg->nsignals, 4);
+	assert_int_equal(cfg->shutdown_timeout_ms, 30000);
+	assert_int_equal(cfg->restart_delay_max_ms, 60000);
+	assert_int_equal(cfg->nextra_env, 0);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 int
 main(void)
 {
@@ -906,6 +934,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_no_ini_is_fine_and_unreadable_is_not, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_example_file, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,9 @@
 # Signal recorder for the integration tests: appends one line per event,
 # "LOCAL_RANK PID EVENT UNIXTIME", to the file in argv[1] (O_APPEND, one
 # write per line, so lines from several workers never mix).
-# argv[2]: what SIGTERM does: "exit" (record, exit 0), "ignore" (record,
-# keep running until SIGKILL), "die" (record, die by SIGTERM).
+# argv[2]: what SIGTERM does: "exit" (record, exit 0), "linger" (record,
+# exit 0 half a second later, so a repeated SIGTERM would be recorded too),
+# "ignore" (record, keep running until SIGKILL), "die" (record, die by it).
 import os
 import signal
 import sys
@@ -25,6 +26,10 @@ def record(event):
 def handler(signo, _frame):
     record(signal.Signals(signo).name)
     if signo != signal.SIGTERM or MODE == "ignore":
+        return
+    if MODE == "linger":
+        signal.signal(signal.SIGALRM, lambda *_: os._exit(0))
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
         return
     if MODE == "die":
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
