@@ -24,7 +24,8 @@ root=$(dirname "$bench")
 : "${BENCH_FAIL_MS:=200}"
 python=/usr/bin/python3
 
-if [ -n "${BENCH_KEEP:-}" ]; then
+export BENCH_KEEP=${BENCH_KEEP:-}
+if [ -n "$BENCH_KEEP" ]; then
 	work=$BENCH_KEEP
 	mkdir -p "$work"
 else
@@ -47,6 +48,7 @@ export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \
 
 "$python" - <<'PY'
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -66,6 +68,7 @@ FLOOR = os.path.join(WORK, "floor")
 ESV = os.path.join(os.environ["ESV_BIN_DIR"], "esv-supervise")
 SHIM = os.path.join(BENCH, "torchrun_shim.py")
 FAIL_MS = int(os.environ["BENCH_FAIL_MS"])
+KEEP = os.environ.get("BENCH_KEEP", "") != ""
 TIMEOUT = 90.0
 
 if "esv" in TOOLS and not os.access(ESV, os.X_OK):
@@ -176,6 +179,15 @@ def start(tool, n, mode, rep):
     return p, stamps, rundir
 
 
+def tidy(rundir):
+    """Drop a run's job and log trees (thousands of files at N=256)."""
+    if KEEP:
+        return
+    for e in os.scandir(rundir):
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path, ignore_errors=True)
+
+
 def wait_exit(p, timeout):
     try:
         return p.wait(timeout)
@@ -217,6 +229,7 @@ def measure_launch(tool, n, rep):
         note(tool, n, "stop", rundir)
     reap_leftovers(p, read_stamps(path))
     wait_exit(p, 5)
+    tidy(rundir)
     return res
 
 
@@ -227,6 +240,7 @@ def measure_failure(tool, n, rep):
     st = read_stamps(path)
     reap_leftovers(p, st)
     wait_exit(p, 5)
+    tidy(rundir)
     res = {"restart": None, "act": None, "act_all": None}
     fail = [s for s in st if s[3] == "exit" and s[1] == 0]
     sigs = [s[2] for s in st if s[3] == "signal" and s[1] == 0]

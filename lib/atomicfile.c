@@ -101,8 +101,18 @@ mkdir_p(const char *path, mode_t mode)
 			return -1;
 		*p = '/';
 	}
-	if (mkdir(buf, mode) == -1 && errno != EEXIST)
-		return -1;
+	if (mkdir(buf, mode) == -1) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return -1;
+		if (stat(buf, &st) == -1)
+			return -1;
+		if (!S_ISDIR(st.st_mode)) {
+			errno = ENOTDIR;
+			return -1;
+		}
+	}
 	return 0;
 }
 

@@ -45,7 +45,7 @@ linebuf_feed(struct linebuf *lb, const char *data, size_t n, line_fn *emit,
 	while (n > 0) {
 		nl = memchr(data, '\n', n);
 		take = nl != NULL ? (size_t)(nl - data) + 1 : n;
-		if (lb->len == 0 && nl != NULL) {
+		if (lb->len == 0 && nl != NULL && take <= LINEBUF_MAX) {
 			/* The common case: a whole line, no copy. */
 			emit(ctx, data, take);
 			data += take;

@@ -119,6 +119,12 @@ no_python = true
 [jobs]
 nproc_per_node = 2
 EOF
+bad_ini "empty unknown section" 4 '[jobs]' <<EOF
+[job]
+entrypoint = $W
+no_python = true
+[jobs]
+EOF
 bad_ini "repeated key" 4 nproc_per_node <<EOF
 [job]
 entrypoint = $W
