@@ -17,7 +17,7 @@
  *			later attempts exit 0 at once
  *
  * As a launcher (stamp_worker --exec cmd args...) it stamps
- * "- - <ns> launch <pid>" and execs cmd, so that every program under test
+ * "- 0 <ns> launch <pid>" and execs cmd, so that every program under test
  * is timed from the same point: just before its own execve.
  *
  * The attempt is TORCHELASTIC_RESTART_COUNT.  Wall clock, because the

@@ -1142,7 +1142,9 @@ config_usage(FILE *fp)
 "  -h, --help                       this text\n"
 "  --version                        the version\n"
 "\n"
-"Long options also take underscores (--nproc_per_node) and --opt=value.\n",
+"Long options also take underscores (--nproc_per_node) and --opt=value.\n"
+"Exit status: 0 every worker succeeded, 1 the job failed or was stopped,\n"
+"100 usage or configuration error, 111 system error.\n",
 	    fp);
 }
 

@@ -31,7 +31,9 @@
 "       esv-ctl once|term|kill|pause|cont JOBDIR...\n" \
 "       esv-ctl signal NAME JOBDIR...\n" \
 "       esv-ctl status [--json] JOBDIR...\n" \
-"       esv-ctl wait up|down|finished [-t secs] JOBDIR...\n"
+"       esv-ctl wait up|down|finished [-t secs] JOBDIR...\n" \
+"Exit status: 0 ok, 1 a supervisor is not running, 99 timeout, 100 usage,\n" \
+"102 the supervisor died while waited on, 111 system error.\n"
 
 /* A year: long enough for any wait, small enough for milliseconds. */
 #define MAX_WAIT_SECS	(366.0 * 86400)

@@ -138,12 +138,14 @@ no_python = true
 [env]
 1BAD = x
 EOF
-bad_ini "job.ini contradiction" 4 module <<EOF
+newcase
+write_ini "$J" <<EOF
 [job]
 entrypoint = $W
 no_python = true
 module = true
 EOF
+config_error "no_python and module in job.ini" ".*(python|module)"
 # An error in job.ini counts even when the command line overrides the key.
 bad_ini "overridden bad value" 3 nproc_per_node --nproc-per-node 2 <<EOF
 [job]
