@@ -245,8 +245,8 @@ void
 group_start(struct supervisor *sv)
 {
 	struct attempt_info ai;
-	struct envbuf *envs;
 	unsigned i, n = sv->cfg->nproc_per_node;
+	int r;
 
 	if (rdzv_join(&sv->rz) == -1 || !sv->have_round)
 		fail_to_start(sv, "rendezvous failed");
@@ -271,13 +271,15 @@ group_start(struct supervisor *sv)
 		fail_to_start(sv, "no log directory");
 
 	attempt_info(sv, &ai);
-	if ((envs = calloc(n, sizeof(*envs))) == NULL)
-		die(111, "unable to allocate environments");
 	/* Start every worker first; the bookkeeping can wait a moment. */
 	for (i = 0; i < n; i++) {
-		if (workerenv_full(&envs[i], &ai, i, sv->environ) == -1)
+		struct envbuf env = { 0 };
+
+		if (workerenv_full(&env, &ai, i, sv->environ) == -1)
 			die(111, "unable to build the environment");
-		if (spawn_worker(sv, &sv->workers[i], envs[i].vars) == -1)
+		r = spawn_worker(sv, &sv->workers[i], env.vars);
+		envbuf_free(&env);
+		if (r == -1)
 			break;
 	}
 	sv->attempt++;
@@ -287,13 +289,11 @@ group_start(struct supervisor *sv)
 	for (i = 0; i < n; i++) {
 		struct envbuf own = { 0 };
 
-		envbuf_free(&envs[i]);
 		if (workerenv_own(&own, &ai, i, sv->environ) == 0)
 			report_env(sv, &sv->workers[i], own.vars);
 		envbuf_free(&own);
 		report_worker(sv, &sv->workers[i]);
 	}
-	free(envs);
 	info_msg("started %u workers (attempt %u, restart %u/%u, ranks %u-%u "
 	    "of %u, master %s:%u)", sv->alive, sv->attempt, sv->restart_count,
 	    sv->cfg->max_restarts, ai.ranks.base_rank,

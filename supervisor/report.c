@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "atomicfile.h"
@@ -230,70 +231,63 @@ report_worker(struct supervisor *sv, struct worker *wk)
 		unlinkat(sv->jobfd, path, 0);
 }
 
+static void
+write_env_file(struct supervisor *sv, int dfd, const char *dir,
+    const char *var)
+{
+	const char *eq = strchr(var, '=');
+	struct iovec iov[2];
+	char name[256];
+	size_t vl;
+	int fd;
+
+	if (eq == NULL || (size_t)(eq - var) >= sizeof(name))
+		return;
+	memcpy(name, var, eq - var);
+	name[eq - var] = '\0';
+	vl = strlen(eq + 1);
+	iov[0] = (struct iovec){ (void *)(eq + 1), vl };
+	iov[1] = (struct iovec){ "\n", 1 };	/* envdir: the first line */
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd == -1 || writev(fd, iov, 2) != (ssize_t)vl + 1)
+		warn_sys("unable to write %s/%s/%s", sv->cfg->jobdir, dir, name);
+	if (fd != -1)
+		close(fd);
+}
+
 /*
  * workers/N/env/ is an envdir (runit's chpst -e, s6-envdir): one file per
- * variable esv set.  It is built beside and swapped in whole.
+ * variable esv set.  It is filled beside, without a temp file per
+ * variable, and swapped in whole with RENAME_EXCHANGE.
  */
 void
 report_env(struct supervisor *sv, struct worker *wk, char **own)
 {
-	char dir[64], tmp[80], cur[80];
-	int dfd;
+	char dir[64], tmp[80], cur[80], path[PATH_MAX];
 	size_t i;
+	int dfd;
 
 	if (worker_dir(sv, wk, dir, sizeof(dir)) == -1)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s/env.new", dir);
 	snprintf(cur, sizeof(cur), "%s/env", dir);
-	{
-		char path[PATH_MAX];
-
-		pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp);
-		remove_tree(path);
-	}
+	if (pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp) == -1)
+		return;
+	remove_tree(path);
 	if (mkdirat(sv->jobfd, tmp, 0755) == -1 ||
 	    (dfd = openat(sv->jobfd, tmp, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		warn_sys("unable to create %s/%s", sv->cfg->jobdir, tmp);
 		return;
 	}
-	for (i = 0; own[i] != NULL; i++) {
-		char *eq = strchr(own[i], '='), name[256], *val;
-		size_t vl;
-
-		if (eq == NULL || (size_t)(eq - own[i]) >= sizeof(name))
-			continue;
-		memcpy(name, own[i], eq - own[i]);
-		name[eq - own[i]] = '\0';
-		val = eq + 1;
-		vl = strlen(val);
-		/* envdir: the first line is the value. */
-		{
-			char *line = malloc(vl + 2);
-
-			if (line == NULL)
-				continue;
-			memcpy(line, val, vl);
-			line[vl] = '\n';
-			if (atomic_write_at(dfd, name, line, vl + 1, 0644) == -1)
-				warn_sys("unable to write %s/%s/%s",
-				    sv->cfg->jobdir, tmp, name);
-			free(line);
-		}
-	}
+	for (i = 0; own[i] != NULL; i++)
+		write_env_file(sv, dfd, tmp, own[i]);
 	close(dfd);
-	if (renameat2(sv->jobfd, tmp, sv->jobfd, cur, RENAME_EXCHANGE) == -1) {
-		if (errno != ENOENT ||
-		    renameat(sv->jobfd, tmp, sv->jobfd, cur) == -1)
-			warn_sys("unable to replace %s/%s", sv->cfg->jobdir, cur);
-		return;
-	}
-	{
-		char path[PATH_MAX];
-
-		pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp);
-		remove_tree(path);
-	}
+	if (renameat2(sv->jobfd, tmp, sv->jobfd, cur, RENAME_EXCHANGE) == 0)
+		remove_tree(path);	/* the old one, now under env.new */
+	else if (errno != ENOENT ||
+	    renameat(sv->jobfd, tmp, sv->jobfd, cur) == -1)
+		warn_sys("unable to replace %s/%s", sv->cfg->jobdir, cur);
 }
 
 void
