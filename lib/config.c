@@ -733,8 +733,21 @@ ini_read(char *str, int num, void *stream)
 		return NULL;
 	ctx->lineno++;
 	ctx->indented = str[0] == ' ' || str[0] == '\t';
-	if (str[strspn(str, " \t")] == '[')
+	if (str[strspn(str, " \t")] == '[') {
+		const char *name = str + strspn(str, " \t") + 1;
+		size_t nl = strcspn(name, "]");
+
 		ctx->last_key = -1;
+		/* Name the header's line, and catch a section with no keys. */
+		if (name[nl] == ']' && !(nl == 3 && strncmp(name, "job", 3) == 0) &&
+		    !(nl == 3 && strncmp(name, "env", 3) == 0)) {
+			ctx->errline = ctx->lineno;
+			fail(ctx, "%s:%d: [%.*s]: unknown section (only [job] "
+			    "and [env])", ctx->cfg->config_path, ctx->lineno,
+			    (int)nl, name);
+			return NULL;
+		}
+	}
 	len = strlen(str);
 	if (len == (size_t)num - 1 && str[len - 1] != '\n') {
 		if ((c = getc(ctx->fp)) != EOF) {

@@ -44,6 +44,8 @@ void
 supervisor_exit(struct supervisor *sv, int code)
 {
 	sv->exiting = true;
+	while (sv->report_pending)
+		group_report_step(sv);
 	report_group(sv);
 	report_event(sv, ESV_EVENT_EXIT);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED || sv->state == G_FAILED);
@@ -285,25 +287,51 @@ group_start(struct supervisor *sv)
 	sv->attempt++;
 	sv->attempt_started_ms = mono_ms();
 	sv->pid_since = wall_now();
-	set_state(sv, G_RUNNING);
-	for (i = 0; i < n; i++) {
-		struct envbuf own = { 0 };
-
-		if (workerenv_own(&own, &ai, i, sv->environ) == 0)
-			report_env(sv, &sv->workers[i], own.vars);
-		envbuf_free(&own);
-		report_worker(sv, &sv->workers[i]);
-	}
+	sv->state = G_RUNNING;
+	sv->since = wall_now();
+	/* The files are written from the loop, a few workers at a time. */
+	sv->report_next = 0;
+	sv->report_pending = true;
 	info_msg("started %u workers (attempt %u, restart %u/%u, ranks %u-%u "
 	    "of %u, master %s:%u)", sv->alive, sv->attempt, sv->restart_count,
 	    sv->cfg->max_restarts, ai.ranks.base_rank,
 	    ai.ranks.base_rank + n - 1, ai.ranks.world_size, ai.master_addr,
 	    ai.master_port);
-	report_event(sv, ESV_EVENT_UP);
 	if (sv->alive < n) {
 		/* A fork failed: treat it as a failure of the whole group. */
 		group_stop(sv, SIGTERM, STOP_FAILURE);
 	}
+}
+
+/*
+ * Write the files of a few freshly started workers.  On a slow disk an
+ * envdir per worker costs milliseconds; done in one go for hundreds of
+ * workers it would keep the loop from noticing an exit for seconds.
+ */
+void
+group_report_step(struct supervisor *sv)
+{
+	struct attempt_info ai;
+	unsigned end = sv->report_next + 4;
+
+	attempt_info(sv, &ai);
+	for (; sv->report_next < end && sv->report_next < sv->nworkers;
+	    sv->report_next++) {
+		struct worker *wk = &sv->workers[sv->report_next];
+		struct envbuf own = { 0 };
+
+		if (workerenv_own(&own, &ai, wk->local_rank, sv->environ) == 0)
+			report_env(sv, wk, own.vars);
+		envbuf_free(&own);
+		report_worker(sv, wk);
+	}
+	if (sv->report_next < sv->nworkers)
+		return;
+	sv->report_pending = false;
+	if (sv->state != G_RUNNING)
+		return;
+	report_group(sv);
+	report_event(sv, ESV_EVENT_UP);
 }
 
 /* Send signo to every process group of the attempt, live or not. */

@@ -293,7 +293,10 @@ main(int argc, char **argv)
 	} else
 		group_start(&sv);
 
-	for (;;)
-		if (loop_once(&sv.loop, -1) == -1)
+	for (;;) {
+		if (loop_once(&sv.loop, sv.report_pending ? 0 : -1) == -1)
 			die(111, "epoll_wait");
+		if (sv.report_pending)
+			group_report_step(&sv);
+	}
 }

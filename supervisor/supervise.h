@@ -101,6 +101,8 @@ struct supervisor {
 	const char		*job_name;	/* the summary's title */
 	int			 exit_code;
 	bool			 exiting;
+	unsigned		 report_next;	/* next worker whose files to write */
+	bool			 report_pending;
 	double			 pid_since;	/* runit's record: last start or stop */
 	dev_t			 lock_dev;	/* identity of group.lock */
 	ino_t			 lock_ino;
@@ -112,6 +114,7 @@ void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
 void	group_signal(struct supervisor *sv, int signo);
 void	group_reap(struct supervisor *sv);
 void	group_timer(struct supervisor *sv);
+void	group_report_step(struct supervisor *sv);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
 const char *group_state_name(enum group_state st);
 

@@ -29,6 +29,7 @@
 #	run_sup [-t SECS] JOBDIR [OPTIONS...] [-- ENTRY...]
 #			start_sup + wait_sup; status in SUP_RC
 #	stop_sup [PID]	SIGTERM a supervisor and wait (bounded)
+#	esv_alive PID	PID runs (and is not a zombie)
 #	ctl ARGS...	esv-ctl with a 30 s bound
 #	kv FILE KEY	value of KEY in a key=value file (empty if absent)
 #	free_port	print a free TCP port of 127.0.0.1
@@ -43,7 +44,8 @@
 #	count_lines FILE ERE	number of lines matching
 
 : "${ESV_BIN_DIR:=/work/main/build/supervisor}"
-: "${ESV_TEST_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+# Absolute, as workers and symlinks made in $T refer to it.
+ESV_TEST_DIR=$(cd "${ESV_TEST_DIR:-$(dirname "${BASH_SOURCE[0]}")}" && pwd)
 export ESV_BIN_DIR ESV_TEST_DIR
 SUP=$ESV_BIN_DIR/esv-supervise
 CTL=$ESV_BIN_DIR/esv-ctl
@@ -75,14 +77,13 @@ skip()
 # included, by pid.
 esv_kill_tagged()
 {
-	local p pid
-	for p in /proc/[0-9]*; do
-		pid=${p#/proc/}
-		[ "$pid" = "$$" ] && continue
-		[ "$pid" = "$BASHPID" ] && continue
-		if grep -qzxF "ESV_ITEST_TAG=$T" "$p/environ" 2>/dev/null; then
-			kill -KILL "$pid" 2>/dev/null
-		fi
+	local f pid
+	for f in $(grep -lzxF "ESV_ITEST_TAG=$T" /proc/[0-9]*/environ \
+	    2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		[ "$pid" = "$$" ] || [ "$pid" = "$BASHPID" ] ||
+		    kill -KILL "$pid" 2>/dev/null
 	done
 }
 
@@ -161,13 +162,14 @@ start_sup()
 	ESV_SUP_PIDS+=("$SUP_PID")
 }
 
-# A pid that exited but was not reaped still answers kill -0: look at
-# its state instead.
+# esv_alive PID: a pid that exited but was not reaped still answers
+# kill -0, so look at its state (the field after the "(comm)").
 esv_alive()
 {
 	local st
-	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "$st" != Z ]
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
 }
 
 wait_sup()

@@ -323,7 +323,11 @@ test_ini_errors(void **state)
 	assert_fails(f, load(f, "DIR"), "DIR/job.ini:3: bogus: unknown key");
 	write_ini(f, "[job]\nentrypoint = t.py\n\n[jobs]\nnnodes = 1\n");
 	assert_fails(f, load(f, "DIR"),
-	    "DIR/job.ini:5: [jobs]: unknown section (only [job] and [env])");
+	    "DIR/job.ini:4: [jobs]: unknown section (only [job] and [env])");
+	/* An unknown section with no keys is refused too, at its header. */
+	write_ini(f, "[job]\nentrypoint = t.py\n[extra]\n");
+	assert_fails(f, load(f, "DIR"),
+	    "DIR/job.ini:3: [extra]: unknown section (only [job] and [env])");
 	write_ini(f, "nnodes = 1\n[job]\nentrypoint = t.py\n");
 	assert_fails(f, load(f, "DIR"), "DIR/job.ini:1: nnodes: outside any "
 	    "section (put it under [job])");
