@@ -3,6 +3,7 @@
  * (reference supervision.md §1.4).  Unknown bytes are reported and
  * ignored; nothing a client writes can disturb the running workers.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,10 +13,15 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include <jansson.h>
+
 #include "ctldir.h"
 #include "fifodir.h"
 #include "msg.h"
 #include "supervise.h"
+
+/* Letters of runit's and s6's control FIFO that esv obeys. */
+#define KNOWN_LETTERS	"uodxtrkpchaiq12"
 
 static int
 make_fifo(struct supervisor *sv, const char *name)
@@ -55,6 +61,12 @@ static void
 command(struct supervisor *sv, unsigned char c, size_t pos)
 {
 	bool running = sv->state == G_RUNNING;
+
+	if (isspace(c))
+		return;		/* what `echo u > control` adds */
+	if (c != 0 && strchr(KNOWN_LETTERS, c) != NULL)
+		events_log(sv, "control", json_pack("{ss#}", "command",
+		    (const char *)&c, (size_t)1));
 
 	switch (c) {
 	case 'u':
@@ -112,11 +124,6 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 	case 'q': group_signal(sv, SIGQUIT); break;
 	case '1': group_signal(sv, SIGUSR1); break;
 	case '2': group_signal(sv, SIGUSR2); break;
-	case '\n':
-	case '\r':
-	case ' ':
-	case '\t':
-		break;		/* what `echo u > control` adds */
 	default:
 		if (c >= 0x20 && c < 0x7f)
 			warn_msg("%s/%s: byte %zu: unknown command '%c' "
@@ -140,7 +147,8 @@ control_read(struct watch *w, uint32_t events)
 	while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
 		for (i = 0; i < n; i++, pos++) {
 			bool known = buf[i] != 0 &&
-			    strchr("uodxtrkpchaiq12\n\r \t", buf[i]) != NULL;
+			    (strchr(KNOWN_LETTERS, buf[i]) != NULL ||
+			    isspace(buf[i]));
 
 			/* A flood of garbage gets a few lines, not thousands. */
 			if (!known && ++bad > 8) {

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "msg.h"
@@ -44,6 +46,7 @@ void
 supervisor_exit(struct supervisor *sv, int code)
 {
 	sv->exiting = true;
+	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
 	while (sv->report_pending)
 		group_report_step(sv);
 	report_group(sv);
@@ -273,6 +276,9 @@ group_start(struct supervisor *sv)
 		fail_to_start(sv, "no log directory");
 
 	attempt_info(sv, &ai);
+	if (group_lock_take(sv, false) == -1)
+		warn_msg("processes of an earlier attempt still hold %s/%s",
+		    sv->cfg->jobdir, ESV_GROUP_LOCK);
 	/* Start every worker first; the bookkeeping can wait a moment. */
 	for (i = 0; i < n; i++) {
 		struct envbuf env = { 0 };
@@ -284,11 +290,16 @@ group_start(struct supervisor *sv)
 		if (r == -1)
 			break;
 	}
+	group_lock_release(sv);
 	sv->attempt++;
 	sv->attempt_started_ms = mono_ms();
 	sv->pid_since = wall_now();
 	sv->state = G_RUNNING;
 	sv->since = wall_now();
+	events_log(sv, "group.start", json_pack("{si si si ss si}",
+	    "workers", sv->alive, "base_rank", ai.ranks.base_rank,
+	    "world_size", ai.ranks.world_size, "master_addr", ai.master_addr,
+	    "master_port", ai.master_port));
 	/* The files are written from the loop, a few workers at a time. */
 	sv->report_next = 0;
 	sv->report_pending = true;
@@ -357,6 +368,13 @@ static void after_stop(struct supervisor *sv);
 void
 group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 {
+	static const char *const reasons[] = { [STOP_NONE] = "none",
+		[STOP_FAILURE] = "failure", [STOP_MANUAL] = "restart",
+		[STOP_DOWN] = "down", [STOP_SIGNAL] = "signal",
+		[STOP_EXIT] = "exit" };
+
+	events_log(sv, "group.stop", json_pack("{ss ss}", "reason",
+	    reasons[why], "signal", sig_name(signo)));
 	sv->stop_reason = why;
 	sv->stop_signal = signo;
 	sv->kill_phase = signo == SIGKILL ? 1 : 0;
@@ -411,7 +429,9 @@ finish_attempt(struct supervisor *sv)
 	arm_deadline(sv, -1);
 	group_signal(sv, SIGKILL);
 	kill_adopted(sv);
-	kill_lock_holders(sv->lock_dev, sv->lock_ino, SIGKILL);
+	if (group_lock_take(sv, false) == -1)
+		warn_msg("processes of the last attempt did not die in 2 s: "
+		    "starting the next one anyway");
 	for (i = 0; i < sv->nworkers; i++) {
 		if (sv->workers[i].pgid > 1)
 			guardian_drop(sv, sv->workers[i].pgid);
@@ -427,6 +447,8 @@ static void
 job_over(struct supervisor *sv, enum group_state st)
 {
 	sv->exit_code = st == G_SUCCEEDED ? 0 : 1;
+	events_log(sv, st == G_SUCCEEDED ? "job.succeeded" : "job.failed",
+	    NULL);
 	set_state(sv, st);
 	report_event(sv, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, sv->exit_code);
@@ -447,6 +469,7 @@ restart_after_failure(struct supervisor *sv)
 	info_msg("worker group failed: restart %u of %u", sv->restart_count,
 	    sv->cfg->max_restarts);
 	delay = backoff_next(&sv->backoff, ran);
+	events_log(sv, "group.restart", json_pack("{si}", "delay_ms", delay));
 	if (delay == 0) {
 		group_start(sv);
 		return;
@@ -545,6 +568,13 @@ worker_exited(struct supervisor *sv, struct worker *wk, int status)
 		wk->state = W_FAILED;
 		record_failure(sv, wk);
 	}
+	events_log(sv, "worker.exit", json_pack("{si si si si ss ss}",
+	    "local_rank", wk->local_rank, "rank",
+	    sv->round.ranks.base_rank + wk->local_rank, "pid", wk->last_pid,
+	    "exitcode", wk->exitcode, "signal", wk->exitcode < 0 ?
+	    sig_name(-wk->exitcode) : "", "state",
+	    wk->state == W_SUCCEEDED ? "succeeded" : wk->state == W_FAILED ?
+	    "failed" : "stopped"));
 	report_worker(sv, wk);
 }
 

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include <jansson.h>
+
 #include "ctldir.h"
 #include "fifodir.h"
 #include "kvfile.h"
@@ -38,66 +40,6 @@ sanitize_stdio(void)
 		;
 	if (fd > 2)
 		close(fd);
-}
-
-static void
-on_alarm(int sig)
-{
-	(void)sig;
-}
-
-/*
- * Workers inherit group.lock, so it stays locked while any worker of an
- * earlier supervisor of this JOBDIR lives (a kill -9 we did not see).
- * Kill the groups it recorded and wait, bounded, for them to go: a second
- * copy of a running group must never start.
- */
-static void
-take_group_lock(struct supervisor *sv)
-{
-	const char *jd = sv->cfg->jobdir;
-	struct sigaction sa;
-	struct kvlist kl;
-	struct stat st;
-	char path[PATH_MAX];
-	char *p, *end;
-	long pg;
-
-	sv->grouplockfd = openat(sv->jobfd, ESV_GROUP_LOCK,
-	    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (sv->grouplockfd == -1)
-		die(111, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
-	if (fstat(sv->grouplockfd, &st) == -1)
-		die(111, "unable to stat %s/%s", jd, ESV_GROUP_LOCK);
-	sv->lock_dev = st.st_dev;
-	sv->lock_ino = st.st_ino;
-	if (flock(sv->grouplockfd, LOCK_EX | LOCK_NB) == 0)
-		return;
-	if (errno != EWOULDBLOCK)
-		die(111, "unable to lock %s/%s", jd, ESV_GROUP_LOCK);
-	warn_msg("%s: workers of an earlier supervisor still run: killing them",
-	    jd);
-	pathf(path, sizeof(path), "%s/%s", jd, ESV_PGIDS);
-	if (kv_read(path, &kl) == 0) {
-		for (p = kl.text; p != NULL && *p != '\0'; p = end) {
-			pg = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (pg > 1)
-				killpg((pid_t)pg, SIGKILL);
-		}
-		kv_list_free(&kl);
-	}
-	kill_lock_holders(sv->lock_dev, sv->lock_ino, SIGKILL);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(10);
-	if (flock(sv->grouplockfd, LOCK_EX) == -1)
-		diex(111, "%s: an earlier worker group still runs and did not "
-		    "die in 10 s: refusing to start a second copy", jd);
-	alarm(0);
-	signal(SIGALRM, SIG_DFL);
 }
 
 static void
@@ -124,7 +66,9 @@ open_control_dir(struct supervisor *sv)
 			    "JOBDIR (%s is locked)", jd, ESV_LOCK);
 		die(111, "unable to lock %s/%s", jd, ESV_LOCK);
 	}
-	take_group_lock(sv);
+	if (group_lock_take(sv, true) == -1)
+		diex(111, "%s: an earlier worker group still runs and did not "
+		    "die in time: refusing to start a second copy", jd);
 	control_setup(sv);
 }
 
@@ -267,6 +211,7 @@ main(int argc, char **argv)
 		return 0;
 
 	sv.cfg = &cfg;
+	sv.grouplockfd = -1;
 	sv.environ = environ;
 	sv.want = 'u';
 	sv.exit_code = 1;
@@ -285,6 +230,10 @@ main(int argc, char **argv)
 	setup_loop(&sv);
 	setup_rendezvous(&sv);
 	guardian_start(&sv);
+	events_open(&sv);
+	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",
+	    (int)getpid(), "run_id", cfg.run_id, "nproc_per_node",
+	    cfg.nproc_per_node));
 	report_event(&sv, 's');
 
 	if (faccessat(sv.jobfd, ESV_DOWN_FILE, F_OK, 0) == 0) {

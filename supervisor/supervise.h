@@ -62,6 +62,7 @@ struct supervisor {
 	int			 lockfd, grouplockfd;
 	int			 ctlfd, ctlkeepfd, okfd;
 	int			 guardianfd;
+	int			 eventsfd;	/* JOBDIR/events.jsonl */
 	pid_t			 guardian_pid;
 
 	struct loop		 loop;
@@ -134,8 +135,20 @@ void	report_env(struct supervisor *sv, struct worker *wk, char **own);
 void	report_event(struct supervisor *sv, char ev);
 void	report_failure(struct supervisor *sv, bool final);
 
+/* events.c: fields is a jansson object (or NULL), consumed. */
+struct json_t;
+void	events_open(struct supervisor *sv);
+void	events_log(struct supervisor *sv, const char *name,
+	    struct json_t *fields);
+
 /* holders.c: processes with the job's group.lock open; returns how many. */
 unsigned	kill_lock_holders(dev_t dev, ino_t ino, int signo);
+/*
+ * Lock supervise/group.lock, killing whatever of the job still holds it;
+ * -1 if it could not be had in time (10 s at start, 2 s later).
+ */
+int	group_lock_take(struct supervisor *sv, bool at_start);
+void	group_lock_release(struct supervisor *sv);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);

@@ -11,7 +11,6 @@
 # are found through /proc/PID/environ.
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
-. "$ESV_TEST_DIR/lib_b.sh"
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip "$PY is missing"

@@ -5,7 +5,6 @@
 # Workers are workers/b_sigrec.py (they record the signals they get).
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
-. "$ESV_TEST_DIR/lib_b.sh"
 
 SV=/usr/bin/sv
 [ -x "$SV" ] || skip "runit's sv is not installed"

@@ -7,7 +7,6 @@
 # "RANK PID EVENT TIME" to a file for every signal they catch.
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
-. "$ESV_TEST_DIR/lib_b.sh"
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip "$PY is missing"
