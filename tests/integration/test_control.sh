@@ -242,30 +242,6 @@ assert_rc 1 "$CTL" -w 20 restart "$J"
 assert_rc 1 "$CTL" status "$J"
 assert_grep "$T/out" "^$J: not running" "status without supervisor"
 
-# ---- Job B: once.  A failure is not restarted.
-note "o"
-J=$T/b
-start_sup "$J" --no-python --nproc-per-node 2 --max-restarts 3 \
-    -- bash "$EXITON" "$T/b.fail"
-wait_for -t 10 eval '[ "$(count_lines "$J.out" "^start ")" -eq 2 ]' ||
-    fail "job b did not start: $(cat "$SUP_ERR")"
-assert_rc 0 "$CTL" once "$J"
-wait_for -t 3 state_is "$J" want once ||
-    fail "supervise/state: want=$(kv "$J/supervise/state" want) after esv-ctl once, wanted once"
-echo 3 >"$T/b.fail.1"
-wait_for -t 10 eval 'state_is "$J" state failed || ! esv_alive $SUP_PID' ||
-    fail "the failure was not noticed: $(cat "$SUP_ERR")"
-sleep 1.5
-assert_eq "$(count_lines "$J.out" "^start ")" 2 "workers started (o: no restart)"
-assert_eq "$(kv "$J/supervise/state" restart_count)" 0 "restart_count with o"
-assert_eq "$(kv "$J/workers/1/state" exit_code)" 3 "exit code of worker 1"
-if esv_alive "$SUP_PID"; then
-	assert_eq "$(kv "$J/supervise/state" state)" failed "state after a failure with o"
-	assert_rc 0 "$CTL" exit "$J"
-fi
-wait_sup -t 10
-assert_eq "$?" 1 "exit status of a failed once job"
-
 # ---- Jobs C and D: esv-ctl wait, -w, several JOBDIRs.
 note "esv-ctl wait and -w"
 C=$T/c
@@ -342,6 +318,32 @@ assert_rc 0 "$CTL" wait finished -t 1 "$C"
 assert_rc 0 "$CTL" -w 10 exit "$D"
 wait_sup -t 5 "$SUP_D"
 assert_eq "$?" 1 "exit status of job d after exit"
+
+# ---- Job B: once.  A failure is not restarted.
+note "o"
+J=$T/b
+start_sup "$J" --no-python --nproc-per-node 2 --max-restarts 3 \
+    -- bash "$EXITON" "$T/b.fail"
+wait_for -t 10 eval '[ "$(count_lines "$J.out" "^start ")" -eq 2 ]' ||
+    fail "job b did not start: $(cat "$SUP_ERR")"
+assert_rc 0 "$CTL" once "$J"
+# Checked at the end, so that a stale state file does not hide the rest.
+wait_for -t 3 state_is "$J" want once
+want_after_o=$(kv "$J/supervise/state" want)
+echo 3 >"$T/b.fail.1"
+wait_for -t 10 eval 'state_is "$J" state failed || ! esv_alive $SUP_PID' ||
+    fail "the failure was not noticed: $(cat "$SUP_ERR")"
+sleep 1.5
+assert_eq "$(count_lines "$J.out" "^start ")" 2 "workers started (o: no restart)"
+assert_eq "$(kv "$J/supervise/state" restart_count)" 0 "restart_count with o"
+assert_eq "$(kv "$J/workers/1/state" exit_code)" 3 "exit code of worker 1"
+if esv_alive "$SUP_PID"; then
+	assert_eq "$(kv "$J/supervise/state" state)" failed "state after a failure with o"
+	assert_rc 0 "$CTL" exit "$J"
+fi
+wait_sup -t 10
+assert_eq "$?" 1 "exit status of a failed once job"
+assert_eq "$want_after_o" once "want in supervise/state 3 s after esv-ctl once"
 
 note ok
 exit 0
