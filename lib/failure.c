@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -559,18 +560,42 @@ host_fqdn(char *buf, size_t len)
 {
 	struct addrinfo hints, *res;
 	char name[HOST_NAME_MAX + 1];
+	struct hostent *he = NULL;
+	const void *addr;
+	socklen_t alen;
+	char **alias;
 
 	if (gethostname(name, sizeof(name)) == -1)
 		strlcpy(name, "localhost", sizeof(name));
 	name[sizeof(name) - 1] = '\0';
+	strlcpy(buf, name, len);
+	/*
+	 * Python's getfqdn: the reverse lookup of the host's address, then
+	 * the first of its names that has a dot, else its primary name.
+	 */
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
-	hints.ai_flags = AI_CANONNAME;
-	if (getaddrinfo(name, NULL, &hints, &res) != 0) {
-		strlcpy(buf, name, len);
+	if (getaddrinfo(name, NULL, &hints, &res) != 0)
+		return;
+	if (res->ai_family == AF_INET) {
+		addr = &((struct sockaddr_in *)res->ai_addr)->sin_addr;
+		alen = sizeof(struct in_addr);
+	} else {
+		addr = &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+		alen = sizeof(struct in6_addr);
+	}
+	he = gethostbyaddr(addr, alen, res->ai_family);
+	freeaddrinfo(res);
+	if (he == NULL || he->h_name == NULL)
+		return;
+	if (strchr(he->h_name, '.') != NULL) {
+		strlcpy(buf, he->h_name, len);
 		return;
 	}
-	strlcpy(buf, res->ai_canonname != NULL && res->ai_canonname[0] != '\0' ?
-	    res->ai_canonname : name, len);
-	freeaddrinfo(res);
+	for (alias = he->h_aliases; alias != NULL && *alias != NULL; alias++)
+		if (strchr(*alias, '.') != NULL) {
+			strlcpy(buf, *alias, len);
+			return;
+		}
+	strlcpy(buf, he->h_name, len);
 }

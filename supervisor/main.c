@@ -210,6 +210,11 @@ main(int argc, char **argv)
 	if (r == 1)
 		return 0;
 
+	/* torchrun's banner, in one line: the default is surprising. */
+	if (cfg.nproc_per_node > 1 && getenv("OMP_NUM_THREADS") == NULL)
+		warn_msg("setting OMP_NUM_THREADS to 1 for each worker by default "
+		    "so as not to overload the system; tune it for your "
+		    "application");
 	sv.cfg = &cfg;
 	sv.grouplockfd = -1;
 	sv.environ = environ;

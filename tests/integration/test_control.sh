@@ -250,6 +250,9 @@ start_sup "$C" --no-python --nproc-per-node 2 -- bash "$EXITON" "$T/c.exit"
 SUP_C=$SUP_PID
 start_sup "$D" --no-python --nproc-per-node 1 -- bash "$EXITON" "$T/d.exit"
 SUP_D=$SUP_PID
+# Until a supervisor has made its FIFOs, esv-ctl says "not running".
+wait_for -t 10 eval '"$CTL" status "$C" "$D" >/dev/null 2>&1' ||
+    fail "supervisors c and d did not come up"
 assert_rc 0 "$CTL" wait up -t 10 "$C" "$D"
 state_is "$C" state running && state_is "$D" state running ||
     fail "wait up returned 0 before both ran"
