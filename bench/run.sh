@@ -370,8 +370,9 @@ def raw(launch, fail):
         out.append(f"launch   {t:8} N={n:<3} ms: " + " ".join(
             fmt(r["launch"], prec=2) for r in rs))
     for (t, n), rs in sorted(fail.items()):
-        out.append(f"restart  {t:8} N={n:<3} ms: " + " ".join(
-            fmt(r["restart"], prec=2) for r in rs))
+        if t != "floor":
+            out.append(f"restart  {t:8} N={n:<3} ms: " + " ".join(
+                fmt(r["restart"], prec=2) for r in rs))
         out.append(f"act      {t:8} N={n:<3} ms: " + " ".join(
             fmt(r["act"], prec=3) for r in rs))
     return "\n".join(out)

@@ -3,6 +3,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -132,4 +133,59 @@ remove_tree(const char *path)
 	if (nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == -1)
 		return errno == ENOENT ? 0 : -1;
 	return 0;
+}
+
+char *
+read_text(const char *path, size_t max, size_t *lenp)
+{
+	struct stat st;
+	char *buf = NULL, *nb;
+	size_t len = 0, cap = 0;
+	ssize_t r;
+	int fd, e;
+
+	/* O_NONBLOCK: a FIFO in the way must not hang the caller. */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return NULL;
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	for (;;) {
+		if (len + 1 >= cap) {
+			cap = cap ? cap * 2 : 4096;
+			if (cap > max + 1)
+				cap = max + 1;
+			if (len + 1 >= cap) {
+				errno = EFBIG;
+				goto fail;
+			}
+			if ((nb = realloc(buf, cap)) == NULL)
+				goto fail;
+			buf = nb;
+		}
+		if ((r = read(fd, buf + len, cap - len - 1)) == -1) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		len += r;
+	}
+	close(fd);
+	if (buf == NULL && (buf = malloc(1)) == NULL)
+		return NULL;
+	buf[len] = '\0';
+	if (lenp != NULL)
+		*lenp = len;
+	return buf;
+fail:
+	e = errno;
+	free(buf);
+	close(fd);
+	errno = e;
+	return NULL;
 }

@@ -17,6 +17,13 @@ int	atomic_write(const char *path, const void *buf, size_t len, mode_t mode);
 int	pathf(char *buf, size_t len, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
+/*
+ * The whole of a regular file, NUL-terminated, in a new buffer (its
+ * length in *lenp if not NULL).  NULL with errno set: ENOENT when absent,
+ * EINVAL when not a regular file, EFBIG when longer than max.
+ */
+char	*read_text(const char *path, size_t max, size_t *lenp);
+
 /* mkdir -p, ignoring EEXIST on each component.  0 or -1/errno. */
 int	mkdir_p(const char *path, mode_t mode);
 /* rm -rf path (not following symlinks).  0 or -1/errno. */

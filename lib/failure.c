@@ -130,53 +130,12 @@ inspect(const json_t *root, struct file_info *fi)
 static char *
 slurp(const char *path)
 {
-	struct stat st;
-	char *buf = NULL, *nb;
-	size_t len = 0, cap = 0;
-	ssize_t r;
-	int fd, e;
+	char *text = read_text(path, ERROR_FILE_MAX - 1, NULL);
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			errno = 0;
-		return NULL;
-	}
-	if (fstat(fd, &st) == -1)
-		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	if (text == NULL && (errno == ENOENT || errno == ENOTDIR ||
+	    errno == EINVAL))
 		errno = 0;
-		return NULL;
-	}
-	for (;;) {
-		if (len + 1 >= cap) {
-			cap = cap ? cap * 2 : 4096;
-			if (cap > ERROR_FILE_MAX) {
-				errno = EFBIG;
-				goto fail;
-			}
-			if ((nb = realloc(buf, cap)) == NULL)
-				goto fail;
-			buf = nb;
-		}
-		if ((r = read(fd, buf + len, cap - len - 1)) == -1) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		len += r;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return buf;
-fail:
-	e = errno;
-	free(buf);
-	close(fd);
-	errno = e;
-	return NULL;
+	return text;
 }
 
 static char *

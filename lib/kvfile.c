@@ -140,46 +140,22 @@ kv_parse(char *text, struct kvlist *kl)
 	return 0;
 }
 
+/* State files are small; this bounds a reader fed something else. */
+#define KV_FILE_MAX	(16 * 1024 * 1024)
+
 int
 kv_read(const char *path, struct kvlist *kl)
 {
-	char *text = NULL, *nt;
-	size_t len = 0, cap = 0;
-	ssize_t r;
-	int fd, e;
+	char *text;
 
 	memset(kl, 0, sizeof(*kl));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((text = read_text(path, KV_FILE_MAX, NULL)) == NULL)
 		return -1;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			if ((nt = realloc(text, cap)) == NULL)
-				goto fail;
-			text = nt;
-		}
-		if ((r = read(fd, text + len, cap - len - 1)) == -1) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		len += r;
-	}
-	close(fd);
-	text[len] = '\0';
 	if (kv_parse(text, kl) == -1) {
 		free(text);
 		return -1;
 	}
 	return 0;
-fail:
-	e = errno;
-	close(fd);
-	free(text);
-	errno = e;
-	return -1;
 }
 
 const char *

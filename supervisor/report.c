@@ -208,25 +208,12 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	/* The worker's own error file, next to its state. */
 	pathf(path, sizeof(path), "%s/error.json", dir);
 	if (err[0] != '\0' && gone) {
-		char *text = NULL;
-		size_t len = 0;
-		FILE *fp = fopen(err, "re");
+		size_t len;
+		char *text = read_text(err, 16 * 1024 * 1024, &len);
 
-		if (fp != NULL) {
-			char buf[8192];
-			size_t n;
-			FILE *mp = open_memstream(&text, &len);
-
-			while (mp != NULL && (n = fread(buf, 1, sizeof(buf),
-			    fp)) > 0)
-				fwrite(buf, 1, n, mp);
-			if (mp != NULL)
-				fclose(mp);
-			fclose(fp);
-			if (text != NULL)
-				write_at(sv, path, text, len);
-			free(text);
-		}
+		if (text != NULL)
+			write_at(sv, path, text, len);
+		free(text);
 	} else if (!gone)
 		unlinkat(sv->jobfd, path, 0);
 }
