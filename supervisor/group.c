@@ -373,16 +373,20 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 		[STOP_DOWN] = "down", [STOP_SIGNAL] = "signal",
 		[STOP_EXIT] = "exit" };
 
-	events_log(sv, "group.stop", json_pack("{ss ss}", "reason",
-	    reasons[why], "signal", sig_name(signo)));
-	sv->stop_reason = why;
-	sv->stop_signal = signo;
-	sv->kill_phase = signo == SIGKILL ? 1 : 0;
-	set_state(sv, G_STOPPING);
 	group_signal(sv, signo);
 	if (signo != SIGCONT && signo != SIGKILL)
 		group_signal(sv, SIGCONT);	/* a paused group must hear it */
 	sv->paused = false;
+	sv->stop_reason = why;
+	sv->stop_signal = signo;
+	sv->kill_phase = signo == SIGKILL ? 1 : 0;
+	flush_exits(sv);
+	if (why == STOP_FAILURE)
+		warn_msg("worker group failed (%zu worker%s), stopping it",
+		    sv->nfailures, sv->nfailures == 1 ? "" : "s");
+	events_log(sv, "group.stop", json_pack("{ss ss}", "reason",
+	    reasons[why], "signal", sig_name(signo)));
+	set_state(sv, G_STOPPING);
 	if (sv->alive == 0) {
 		after_stop(sv);
 		return;
@@ -542,6 +546,10 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	sv->nfailures++;
 }
 
+/*
+ * Only what must be known to act: the files, the error file and the
+ * event line are written by flush_exits, after the signals have gone out.
+ */
 static void
 worker_exited(struct supervisor *sv, struct worker *wk, int status)
 {
@@ -552,30 +560,46 @@ worker_exited(struct supervisor *sv, struct worker *wk, int status)
 	sv->alive--;
 	wk->exitcode = WIFSIGNALED(status) ? -WTERMSIG(status) :
 	    WEXITSTATUS(status);
-	if (read(wk->exec_fd, &e, sizeof(e)) == sizeof(e)) {
+	if (read(wk->exec_fd, &e, sizeof(e)) == sizeof(e))
 		wk->exec_errno = e;
-		warn_msg("worker %u: unable to exec %s: %s", wk->local_rank,
-		    sv->cfg->no_python ? sv->cfg->argv[0] : sv->python,
-		    strerror(e));
-	}
 	close(wk->exec_fd);
 	wk->exec_fd = -1;
 	if (wk->exitcode == 0)
 		wk->state = W_SUCCEEDED;
 	else if (sv->state == G_STOPPING)
 		wk->state = W_STOPPED;
-	else {
+	else
 		wk->state = W_FAILED;
-		record_failure(sv, wk);
+	wk->exit_pending = true;
+}
+
+void
+flush_exits(struct supervisor *sv)
+{
+	struct worker *wk;
+	unsigned i;
+
+	for (i = 0; i < sv->nworkers; i++) {
+		wk = &sv->workers[i];
+		if (!wk->exit_pending)
+			continue;
+		wk->exit_pending = false;
+		if (wk->exec_errno != 0)
+			warn_msg("worker %u: unable to exec %s: %s",
+			    wk->local_rank, sv->cfg->no_python ?
+			    sv->cfg->argv[0] : sv->python,
+			    strerror(wk->exec_errno));
+		if (wk->state == W_FAILED)
+			record_failure(sv, wk);
+		events_log(sv, "worker.exit", json_pack("{si si si si ss ss}",
+		    "local_rank", wk->local_rank, "rank",
+		    sv->round.ranks.base_rank + wk->local_rank, "pid",
+		    wk->last_pid, "exitcode", wk->exitcode, "signal",
+		    wk->exitcode < 0 ? sig_name(-wk->exitcode) : "", "state",
+		    wk->state == W_SUCCEEDED ? "succeeded" :
+		    wk->state == W_FAILED ? "failed" : "stopped"));
+		report_worker(sv, wk);
 	}
-	events_log(sv, "worker.exit", json_pack("{si si si si ss ss}",
-	    "local_rank", wk->local_rank, "rank",
-	    sv->round.ranks.base_rank + wk->local_rank, "pid", wk->last_pid,
-	    "exitcode", wk->exitcode, "signal", wk->exitcode < 0 ?
-	    sig_name(-wk->exitcode) : "", "state",
-	    wk->state == W_SUCCEEDED ? "succeeded" : wk->state == W_FAILED ?
-	    "failed" : "stopped"));
-	report_worker(sv, wk);
 }
 
 /* SIGCHLD: reap everything; grandchildren we adopted are only reaped. */
@@ -583,7 +607,7 @@ void
 group_reap(struct supervisor *sv)
 {
 	struct worker *wk;
-	unsigned i;
+	unsigned i, failed = 0;
 	int status;
 	pid_t pid;
 	bool done;
@@ -593,15 +617,18 @@ group_reap(struct supervisor *sv)
 			guardian_died(sv);
 			continue;
 		}
-		if ((wk = find_worker(sv, pid)) != NULL)
-			worker_exited(sv, wk, status);
+		if ((wk = find_worker(sv, pid)) == NULL)
+			continue;
+		worker_exited(sv, wk, status);
+		if (wk->state == W_FAILED)
+			failed++;
 	}
-	if (sv->state == G_RUNNING && sv->nfailures > 0) {
-		warn_msg("worker group failed (%zu worker%s), stopping it",
-		    sv->nfailures, sv->nfailures > 1 ? "s" : "");
+	if (sv->state == G_RUNNING && failed > 0) {
+		/* The signals first: the rest can wait a few microseconds. */
 		group_stop(sv, SIGTERM, STOP_FAILURE);
 		return;
 	}
+	flush_exits(sv);
 	if (sv->alive > 0)
 		return;
 	if (sv->state == G_STOPPING) {

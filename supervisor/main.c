@@ -227,7 +227,6 @@ main(int argc, char **argv)
 	/* Grandchildren that a worker orphans come back to us to be reaped. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		die(111, "unable to become a child subreaper");
-	host_fqdn(sv.host, sizeof(sv.host));
 	resolve_python(&sv);
 	sv.job_name = cfg.argv[0];
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
@@ -56,7 +57,7 @@ emit_line(void *ctx, const char *line, size_t len)
 	if (s->console == -1)
 		return;
 	iov[0] = (struct iovec){ s->wk->prefix, s->prefixed ?
-	    strlen(s->wk->prefix) : 0 };
+	    s->wk->prefix_len : 0 };
 	iov[1] = (struct iovec){ (void *)line, len };
 	write_all(s->console, iov, 2);
 }
@@ -184,8 +185,18 @@ output_open(struct supervisor *sv, struct worker *wk, int fds[2])
 	snprintf(lr, sizeof(lr), "%u", wk->local_rank);
 	snprintf(rank, sizeof(rank), "%u",
 	    sv->round.ranks.base_rank + wk->local_rank);
-	subst_expand(sv->cfg->log_line_prefix, vars, 3, wk->prefix,
-	    sizeof(wk->prefix));
+	/* Built once per attempt, and only where a stream is tee'd. */
+	free(wk->prefix);
+	wk->prefix = NULL;
+	wk->prefix_len = 0;
+	if (std_for_rank(sv->cfg->tee, wk->local_rank) != 0) {
+		wk->prefix = subst_dup(sv->cfg->log_line_prefix, vars, 3);
+		if (wk->prefix == NULL) {
+			warn_sys("unable to build the line prefix");
+			return -1;
+		}
+		wk->prefix_len = strlen(wk->prefix);
+	}
 	if (stream_open(sv, wk, &wk->out, STD_OUT, &fds[0]) == -1 ||
 	    stream_open(sv, wk, &wk->err, STD_ERR, &fds[1]) == -1) {
 		if (fds[0] != -1)

@@ -50,8 +50,10 @@ struct worker {
 	int			 exitcode;	/* torch's: -signal if killed */
 	int			 exec_fd;	/* errno of a failed exec arrives here */
 	int			 exec_errno;
+	bool			 exit_pending;	/* reaped, not yet reported */
 	double			 started, exited;
-	char			 prefix[256];
+	char			*prefix;	/* of tee'd lines, or NULL */
+	size_t			 prefix_len;
 	struct stream		 out, err;
 };
 
@@ -114,6 +116,7 @@ void	group_start(struct supervisor *sv);
 void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
 void	group_signal(struct supervisor *sv, int signo);
 void	group_reap(struct supervisor *sv);
+void	flush_exits(struct supervisor *sv);
 void	group_timer(struct supervisor *sv);
 void	group_report_step(struct supervisor *sv);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
