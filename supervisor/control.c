@@ -74,6 +74,8 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 		sv->want = (char)c;
 		if (sv->state == G_DOWN)
 			group_start(sv);
+		else
+			report_group(sv);
 		break;
 	case 'd':
 		sv->want = 'd';

@@ -112,7 +112,7 @@ wait_for -t 3 grep -qF "supervise/control: byte $pos: unknown command 'z' ignore
     fail "no warning for 'z' at byte $pos: $(tail -3 "$ERR_A")"
 pos=$((pos + 1))
 # Random bytes without any command letter or whitespace.
-head -c 4000 /dev/urandom | LC_ALL=C tr -d 'udoxtrkhaiq12pc \t\n\r\v\f\0' |
+head -c 4000 /dev/urandom | LC_ALL=C tr -d 'udoxtrkhaiqpcbylDUOQPCK12 \t\n\r\v\f\0' |
     head -c 200 >"$T/garbage"
 n=$(stat -c %s "$T/garbage")
 [ "$n" -gt 50 ] || fail "could not make garbage"

@@ -50,16 +50,30 @@ count_role()
 	    '$5 == r && (c == "" || $6 == c) { n++ } END { print n + 0 }'
 }
 
-have_roles()	# MARK RESTART_COUNT NWORKERS(each with child and daemon?)
+# have_roles MARK RESTART_COUNT N DAEMONS: attempt RESTART_COUNT runs N
+# workers (a worker's own short commands count as "worker" too), N
+# grandchildren, and N daemons unless DAEMONS is 0.
+have_roles()
 {
 	[ "$(count_role "$1" worker "$2")" -ge "$3" ] &&
 	[ "$(count_role "$1" child "$2")" -eq "$3" ] &&
 	{ [ "$4" = 0 ] || [ "$(count_role "$1" daemon "$2")" -eq "$3" ]; }
 }
 
-none_left()
+# all_dead PID...: none of them is alive (no fork: fast enough to time).
+all_dead()
 {
-	[ -z "$(marked "$1")" ]
+	local p st
+	for p; do
+		st=
+		read -r st 2>/dev/null <"/proc/$p/stat" || continue
+		st=${st##*) }
+		case ${st%% *} in
+		Z | X) ;;
+		*) return 1 ;;
+		esac
+	done
+	return 0
 }
 
 # ---- 16: a failure restart kills the worker's grandchild and the setsid
@@ -117,11 +131,14 @@ start_sup "$J" --no-python --nproc-per-node 2 \
     -- env B_MARK="$M" bash "$FORKER"
 wait_for -t 10 have_roles "$M" 0 2 0 ||
     fail "the workers did not start: $(marked "$M"); $(cat "$SUP_ERR")"
+list=$(marked "$M" | awk '{ print $1 }')
 kill -KILL "$SUP_PID"
 t0=$(date +%s%3N)
-wait_for -t 1 none_left "$M" ||
+wait_for -t 1 all_dead $list ||
     fail "alive 1 s after kill -9 of the supervisor: $(marked "$M")"
 note "17: all gone $(($(date +%s%3N) - t0)) ms after kill -9"
+left=$(marked "$M")
+[ -z "$left" ] || fail "processes of the job alive after kill -9 of the supervisor: $left"
 wait "$SUP_PID" 2>/dev/null
 
 # ---- A supervisor started again at once on the same JOBDIR never runs a
@@ -173,8 +190,9 @@ assert_eq "$rc" 111 "exit status of a supervisor on a locked JOBDIR"
 [ $(($(date +%s%3N) - t0)) -lt 3000 ] ||
     fail "the refused supervisor took $(($(date +%s%3N) - t0)) ms"
 assert_grep_F "$out.err" "esv-supervise: fatal: $J: another esv-supervise runs in this JOBDIR"
-[ "$(wc -l <"$out.err")" -eq 1 ] ||
-    fail "wanted one line on stderr: $(cat "$out.err")"
+[ "$(grep -c fatal "$out.err")" -eq 1 ] ||
+    fail "wanted one fatal line on stderr: $(cat "$out.err")"
+assert_no_grep "$out.err" started "stderr of the refused supervisor"
 sleep 0.3
 after=$(cat "$J"/workers/*/state | grep -E '^(pid|state|started)=')
 assert_eq "$after" "$before" "workers' state after the refused supervisor"
