@@ -88,7 +88,7 @@ prepare_attempt_dir(struct supervisor *sv)
 	unsigned i;
 
 	if (sv->run_dir[0] == '\0') {
-		char base[PATH_MAX];
+		char base[PATH_MAX], abs[PATH_MAX];
 
 		if (sv->cfg->log_dir[0] != '\0')
 			strlcpy(base, sv->cfg->log_dir, sizeof(base));
@@ -99,7 +99,12 @@ prepare_attempt_dir(struct supervisor *sv)
 			warn_sys("unable to create %s", base);
 			return -1;
 		}
-		if (make_run_dir(sv, base) == -1)
+		/* Others read these paths, from other working directories. */
+		if (realpath(base, abs) == NULL) {
+			warn_sys("unable to resolve %s", base);
+			return -1;
+		}
+		if (make_run_dir(sv, abs) == -1)
 			return -1;
 	}
 	/* As torch: a restart that keeps the count reuses the directory. */
