@@ -7,10 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,81 +147,97 @@ worker_argv(struct supervisor *sv, unsigned local_rank)
 	for (i = 0; i < cfg->argc; i++)
 		av[n++] = subst_dup(cfg->argv[i], vars, 1);
 	for (i = 0; i < n; i++)
-		if (av[i] == NULL)
-			return NULL;	/* the child is about to _exit anyway */
+		if (av[i] == NULL) {
+			while (n > 0)
+				free(av[--n]);
+			free(av);
+			return NULL;
+		}
 	return av;
 }
 
-static void __attribute__((noreturn))
-child_exec(struct supervisor *sv, struct worker *wk, int fds[2], int execw,
-    pid_t parent, char **envp)
+/*
+ * What every worker gets from posix_spawn: its own session (so stops reach
+ * its children too), default signal actions (a supervisor started in the
+ * background of a script has SIGINT ignored; workers must not inherit
+ * that) and an empty signal mask (ours blocks what signalfd reads).
+ */
+static posix_spawnattr_t *
+spawn_attr(void)
 {
-	sigset_t all;
-	char **av;
-	int e, lockfd;
+	static posix_spawnattr_t attr;
+	static bool ready;
+	sigset_t all, none;
 
-	/* Own session and group: stops reach the worker's children too. */
-	setsid();
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(111);
-	/*
-	 * Ignored signals survive exec: a supervisor started in the background
-	 * of a script (SIGINT ignored) must not pass that on to its workers.
-	 */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	if ((fds[0] != -1 && dup2(fds[0], 1) == -1) ||
-	    (fds[1] != -1 && dup2(fds[1], 2) == -1))
-		goto fail;
-	/* Deliberately inherited (no FD_CLOEXEC): see take_group_lock. */
-	if ((lockfd = fcntl(sv->grouplockfd, F_DUPFD, 3)) == -1)
-		goto fail;
-	(void)lockfd;
-	if ((av = worker_argv(sv, wk->local_rank)) == NULL)
-		goto fail;
-	execvpe(av[0], av, envp);
-fail:
-	e = errno;
-	(void)!write(execw, &e, sizeof(e));
-	_exit(127);
+	if (ready)
+		return &attr;
+	sigfillset(&all);
+	sigdelset(&all, SIGKILL);
+	sigdelset(&all, SIGSTOP);
+	sigemptyset(&none);
+	if (posix_spawnattr_init(&attr) != 0 ||
+	    posix_spawnattr_setsigdefault(&attr, &all) != 0 ||
+	    posix_spawnattr_setsigmask(&attr, &none) != 0 ||
+	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) != 0)
+		die(111, "unable to set up posix_spawn attributes");
+	ready = true;
+	return &attr;
 }
 
+/*
+ * posix_spawn (vfork and exec underneath) rather than fork: no page
+ * tables to copy, no copy-on-write faults, and a failed exec is an error
+ * returned here instead of a child that must report it.
+ */
 static int
 spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 {
-	int fds[2], ep[2];
-	pid_t parent = getpid(), pid;
+	posix_spawn_file_actions_t fa;
+	char **av;
+	int fds[2], e, i;
+	pid_t pid;
 
 	if (output_open(sv, wk, fds) == -1)
 		return -1;
-	if (pipe2(ep, O_CLOEXEC | O_NONBLOCK) == -1) {
-		warn_sys("unable to create a pipe");
-		return -1;
+	av = worker_argv(sv, wk->local_rank);
+	if ((e = posix_spawn_file_actions_init(&fa)) == 0) {
+		if (fds[0] != -1)
+			e = posix_spawn_file_actions_adddup2(&fa, fds[0], 1);
+		if (e == 0 && fds[1] != -1)
+			e = posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+		/* dup2 onto itself clears FD_CLOEXEC: see holders.c. */
+		if (e == 0)
+			e = posix_spawn_file_actions_adddup2(&fa,
+			    sv->grouplockfd, sv->grouplockfd);
+		if (e == 0)
+			e = av == NULL ? ENOMEM : posix_spawnp(&pid, av[0], &fa,
+			    spawn_attr(), av, envp);
+		posix_spawn_file_actions_destroy(&fa);
 	}
-	if ((pid = fork()) == -1) {
-		warn_sys("unable to fork");
-		close(ep[0]);
-		close(ep[1]);
-		return -1;
-	}
-	if (pid == 0)
-		child_exec(sv, wk, fds, ep[1], parent, envp);
-	close(ep[1]);
+	for (i = 0; av != NULL && av[i] != NULL; i++)
+		free(av[i]);
+	free(av);
 	if (fds[0] != -1)
 		close(fds[0]);
 	if (fds[1] != -1)
 		close(fds[1]);
-	wk->exec_fd = ep[0];
+	wk->started = wk->exited = wall_now();
+	wk->exitcode = 0;
 	wk->exec_errno = 0;
+	if (e != 0) {
+		/* As a shell would: 127, and the reason in the summary. */
+		wk->pid = wk->last_pid = wk->pgid = 0;
+		wk->state = W_FAILED;
+		wk->exitcode = 127;
+		wk->exec_errno = e;
+		wk->exit_pending = true;
+		output_close(sv, wk);
+		return -1;
+	}
 	wk->pid = wk->last_pid = wk->pgid = pid;
 	wk->state = W_RUNNING;
-	wk->started = wall_now();
 	wk->exited = 0;
-	wk->exitcode = 0;
 	sv->alive++;
 	guardian_add(sv, pid);
 	output_started(sv, wk);
@@ -266,7 +282,6 @@ group_start(struct supervisor *sv)
 		sv->nworkers = n;
 		for (i = 0; i < n; i++) {
 			sv->workers[i].local_rank = i;
-			sv->workers[i].exec_fd = -1;
 			sv->workers[i].out.file = sv->workers[i].err.file = -1;
 			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
 		}
@@ -294,6 +309,11 @@ group_start(struct supervisor *sv)
 		envbuf_free(&env);
 		if (r == -1)
 			break;
+	}
+	/* After a failed start, the rest never ran in this attempt. */
+	while (++i < n) {
+		sv->workers[i].state = W_STOPPED;
+		sv->workers[i].pid = sv->workers[i].last_pid = 0;
 	}
 	group_lock_release(sv);
 	sv->attempt++;
@@ -558,17 +578,11 @@ record_failure(struct supervisor *sv, struct worker *wk)
 static void
 worker_exited(struct supervisor *sv, struct worker *wk, int status)
 {
-	int e;
-
 	wk->pid = 0;
 	wk->exited = wall_now();
 	sv->alive--;
 	wk->exitcode = WIFSIGNALED(status) ? -WTERMSIG(status) :
 	    WEXITSTATUS(status);
-	if (read(wk->exec_fd, &e, sizeof(e)) == sizeof(e))
-		wk->exec_errno = e;
-	close(wk->exec_fd);
-	wk->exec_fd = -1;
 	if (wk->exitcode == 0)
 		wk->state = W_SUCCEEDED;
 	else if (sv->state == G_STOPPING)

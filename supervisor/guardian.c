@@ -1,7 +1,7 @@
 /*
  * The guardian: a tiny child that outlives a supervisor killed with
  * SIGKILL and kills the worker process groups it was told about.  A
- * parent-death signal reaches the workers but not their own children;
+ * parent-death signal would reach the workers but not their children;
  * killpg on the recorded groups does.
  *
  * Descendants that left those groups are found by the lock file they
@@ -71,9 +71,11 @@ guardian_main(int rfd, dev_t dev, ino_t ino)
 	}
 	for (i = 0; i < n; i++)
 		killpg(groups[i], SIGKILL);
-	/* Descendants that left the groups still hold the lock file. */
-	if (n > 0)
-		kill_lock_holders(dev, ino, SIGKILL);
+	/*
+	 * Descendants that left the groups still hold the lock file; so does
+	 * a worker spawned just before the supervisor died, unrecorded.
+	 */
+	kill_lock_holders(dev, ino, SIGKILL);
 	_exit(0);
 }
 

@@ -48,8 +48,7 @@ struct worker {
 	pid_t			 last_pid;
 	pid_t			 pgid;
 	int			 exitcode;	/* torch's: -signal if killed */
-	int			 exec_fd;	/* errno of a failed exec arrives here */
-	int			 exec_errno;
+	int			 exec_errno;	/* posix_spawn's error, or 0 */
 	bool			 exit_pending;	/* reaped, not yet reported */
 	double			 started, exited;
 	char			*prefix;	/* of tee'd lines, or NULL */
