@@ -1,11 +1,16 @@
 /*
- * floor N worker [args...]
+ * floor [--spawn] N worker [args...]
  *
- * The least a supervisor can do to start N workers: fork and exec them
- * in a loop, each with RANK, LOCAL_RANK and LOCAL_WORLD_SIZE set, then
- * wait for them.  No state files, no process groups, no pipes, no
- * restarts.  The benchmark compares esv-supervise's launch time with this
- * one's.
+ * The least a supervisor can do to start N workers: start them in a loop,
+ * each with RANK, LOCAL_RANK and LOCAL_WORLD_SIZE set, then wait for them.
+ * No state files, no process groups, no pipes, no restarts.  The benchmark
+ * compares esv-supervise's launch time with this one's.
+ *
+ * By default each worker is started with fork and exec, the issue's
+ * "bare C loop that forks and execs".  With --spawn it is started with
+ * posix_spawnp instead (glibc: clone(CLONE_VM|CLONE_VFORK) and exec, no
+ * page tables copied), which is how esv-supervise starts workers; that is
+ * the lower floor a spawning supervisor should be held to.
  *
  * It does act on a failure the least a supervisor can: the first worker
  * that exits non-zero makes it send SIGTERM to the others, which gives the
@@ -15,10 +20,21 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
+
+/* The per-worker part of a posix_spawn environment. */
+struct spawnenv {
+	char	**envp;
+	char	 rank[32];
+	char	 local_rank[32];
+};
 
 static void __attribute__((noreturn))
 run_worker(unsigned i, char *argv[])
@@ -30,6 +46,63 @@ run_worker(unsigned i, char *argv[])
 	setenv("LOCAL_RANK", num, 1);
 	execvp(argv[0], argv);
 	_exit(127);
+}
+
+static pid_t
+fork_worker(unsigned i, char *argv[])
+{
+	pid_t pid;
+
+	if ((pid = fork()) == -1) {
+		perror("floor: fork");
+		return -1;
+	}
+	if (pid == 0)
+		run_worker(i, argv);
+	return pid;
+}
+
+/*
+ * One copy of environ with two slots at the end whose strings are
+ * rewritten per worker, so a launch costs no allocation.
+ */
+static int
+spawnenv_init(struct spawnenv *se)
+{
+	size_t n, k;
+	char **e;
+
+	for (n = 0; environ[n] != NULL; n++)
+		;
+	if ((se->envp = calloc(n + 3, sizeof(*se->envp))) == NULL)
+		return -1;
+	for (e = environ, k = 0; *e != NULL; e++)
+		if (strncmp(*e, "RANK=", 5) != 0 &&
+		    strncmp(*e, "LOCAL_RANK=", 11) != 0)
+			se->envp[k++] = *e;
+	se->envp[k++] = se->rank;
+	se->envp[k] = se->local_rank;
+	return 0;
+}
+
+/*
+ * execve has copied the strings by the time posix_spawnp returns (the
+ * parent stays suspended until then), so the slots can be reused.
+ */
+static pid_t
+spawn_worker(struct spawnenv *se, unsigned i, char *argv[])
+{
+	pid_t pid;
+	int e;
+
+	snprintf(se->rank, sizeof(se->rank), "RANK=%u", i);
+	snprintf(se->local_rank, sizeof(se->local_rank), "LOCAL_RANK=%u", i);
+	if ((e = posix_spawnp(&pid, argv[0], NULL, NULL, argv,
+	    se->envp)) != 0) {
+		fprintf(stderr, "floor: posix_spawnp: %s\n", strerror(e));
+		return -1;
+	}
+	return pid;
 }
 
 static void
@@ -52,34 +125,48 @@ forget(pid_t *pids, unsigned n, pid_t pid)
 			pids[i] = 0;
 }
 
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: floor [--spawn] N worker [args...]\n");
+	exit(100);
+}
+
 int
 main(int argc, char *argv[])
 {
+	struct spawnenv se;
 	unsigned long n;
 	unsigned i, started = 0, alive;
 	pid_t *pids, pid;
 	char *end;
-	int st, failed = 0;
+	int st, spawn = 0, failed = 0;
 
-	if (argc < 3 || (n = strtoul(argv[1], &end, 10)) == 0 || *end != '\0' ||
-	    n > 65536) {
-		fprintf(stderr, "usage: floor N worker [args...]\n");
-		return 100;
+	if (argc > 1 && strcmp(argv[1], "--spawn") == 0) {
+		spawn = 1;
+		argc--;
+		argv++;
 	}
+	if (argc < 3 || (n = strtoul(argv[1], &end, 10)) == 0 ||
+	    *end != '\0' || n > 65536)
+		usage();
 	if ((pids = calloc(n, sizeof(*pids))) == NULL) {
 		perror("floor");
 		return 111;
 	}
 	setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
 	setenv("LOCAL_WORLD_SIZE", argv[1], 1);
+	if (spawn && spawnenv_init(&se) == -1) {
+		perror("floor");
+		return 111;
+	}
 	for (i = 0; i < n; i++) {
-		if ((pid = fork()) == -1) {
-			perror("floor: fork");
+		pid = spawn ? spawn_worker(&se, i, argv + 2) :
+		    fork_worker(i, argv + 2);
+		if (pid == -1) {
 			failed = 1;
 			break;
 		}
-		if (pid == 0)
-			run_worker(i, argv + 2);
 		pids[started++] = pid;
 	}
 	for (alive = started; alive > 0; alive--) {
@@ -94,6 +181,8 @@ main(int argc, char *argv[])
 			stop_others(pids, started);
 		failed = 1;
 	}
+	if (spawn)
+		free(se.envp);
 	free(pids);
 	return failed;
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # bash bench/run.sh — launch, restart, reaction and memory of esv-supervise
-# against a bare fork/exec loop (bench/floor.c) and torch 1.13's torchrun.
+# against two bare loops (bench/floor.c: fork+exec, and posix_spawnp) and
+# torch 1.13's torchrun.
 # See bench/README.md for the method.  It measures and prints; it asserts
 # nothing.
 #
@@ -9,7 +10,7 @@
 #   BENCH_REPS           repetitions per measurement, median reported (5)
 #   BENCH_SIZES          worker counts for launch and memory ("4 64 256")
 #   BENCH_RESTART_SIZES  worker counts for restart and reaction ("4 64 256")
-#   BENCH_TOOLS          subset of "floor esv torchrun"
+#   BENCH_TOOLS          subset of "floor spawnfloor esv torchrun"
 #   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
@@ -20,7 +21,7 @@ root=$(dirname "$bench")
 : "${BENCH_REPS:=5}"
 : "${BENCH_SIZES:=4 64 256}"
 : "${BENCH_RESTART_SIZES:=4 64 256}"
-: "${BENCH_TOOLS:=floor esv torchrun}"
+: "${BENCH_TOOLS:=floor spawnfloor esv torchrun}"
 : "${BENCH_FAIL_MS:=200}"
 python=/usr/bin/python3
 
@@ -69,6 +70,8 @@ ESV = os.path.join(os.environ["ESV_BIN_DIR"], "esv-supervise")
 SHIM = os.path.join(BENCH, "torchrun_shim.py")
 FAIL_MS = int(os.environ["BENCH_FAIL_MS"])
 KEEP = os.environ.get("BENCH_KEEP", "") != ""
+# The bare loops: no restart of their own, stopped by their session.
+FLOORS = ("floor", "spawnfloor")
 TIMEOUT = 90.0
 
 if "esv" in TOOLS and not os.access(ESV, os.X_OK):
@@ -87,6 +90,8 @@ def free_port():
 def command(tool, n, rundir):
     if tool == "floor":
         return [FLOOR, str(n), WORKER]
+    if tool == "spawnfloor":
+        return [FLOOR, "--spawn", str(n), WORKER]
     if tool == "esv":
         return [ESV, "--nproc-per-node", str(n), "--no-python",
                 "--max-restarts", "1", os.path.join(rundir, "job"), "--",
@@ -219,7 +224,7 @@ def measure_launch(tool, n, rep):
     else:
         note(tool, n, "launch", rundir)
     try:
-        if tool == "floor":
+        if tool in FLOORS:
             os.killpg(p.pid, signal.SIGTERM)
         else:
             p.send_signal(signal.SIGTERM)
@@ -252,7 +257,7 @@ def measure_failure(tool, n, rep):
     if len(sigs) == n - 1:
         res["act"] = (min(sigs) - t) / 1e6
         res["act_all"] = (max(sigs) - t) / 1e6
-    if tool != "floor":
+    if tool not in FLOORS:
         if len(again) == n and rc == 0:
             res["restart"] = (max(again) - t) / 1e6
         else:
@@ -320,43 +325,48 @@ def mib(launch, tool, n):
 def table(launch, fail):
     get = lambda d, t, n, k: med(d.get((t, n), []), k)
     rows = []
+    # Targets are the issue's, against the fork floor ("a bare C loop
+    # that forks and execs"); the spawn floor is shown beside it.
     for n in SIZES:
-        fl, ev, tr = (get(launch, t, n, "launch") for t in
-                      ("floor", "esv", "torchrun"))
-        rows.append(("launch, ms", n, fmt(fl, prec=2), fmt(ev, prec=2),
-                     fmt(tr), ratio(ev, fl), ratio(tr, fl),
-                     "esv <= 1.25x floor",
+        fl, sf, ev, tr = (get(launch, t, n, "launch") for t in
+                          ("floor", "spawnfloor", "esv", "torchrun"))
+        rows.append(("launch, ms", n, fmt(fl, prec=2), fmt(sf, prec=2),
+                     fmt(ev, prec=2), fmt(tr), ratio(ev, fl), ratio(ev, sf),
+                     ratio(tr, fl), "esv <= 1.25x floor",
                      verdict(None if ev is None or fl is None
                              else ev <= 1.25 * fl)))
     for n in RSIZES:
-        fl = get(launch, "floor", n, "launch")
+        fl, sf = (get(launch, t, n, "launch") for t in FLOORS)
         ev, tr = (get(fail, t, n, "restart") for t in ("esv", "torchrun"))
         rows.append(("restart, ms", n, fmt(fl, prec=2) + " (launch)",
-                     fmt(ev, prec=2), fmt(tr), delta(ev, fl), delta(tr, fl),
+                     fmt(sf, prec=2) + " (launch)", fmt(ev, prec=2),
+                     fmt(tr), delta(ev, fl), delta(ev, sf), delta(tr, fl),
                      "esv <= floor launch + 2 ms",
                      verdict(None if ev is None or fl is None
                              else ev <= fl + 2)))
     for n in RSIZES:
-        fl, ev, tr = (get(fail, t, n, "act") for t in
-                      ("floor", "esv", "torchrun"))
+        fl, sf, ev, tr = (get(fail, t, n, "act") for t in
+                          ("floor", "spawnfloor", "esv", "torchrun"))
         rows.append(("exit to first SIGTERM, ms", n, fmt(fl, prec=3),
-                     fmt(ev, prec=3), fmt(tr), delta(ev, fl), delta(tr, fl),
+                     fmt(sf, prec=3), fmt(ev, prec=3), fmt(tr),
+                     delta(ev, fl), delta(ev, sf), delta(tr, fl),
                      "esv <= 1 ms",
                      verdict(None if ev is None else ev <= 1)))
     for n in RSIZES:
-        fl, ev, tr = (get(fail, t, n, "act_all") for t in
-                      ("floor", "esv", "torchrun"))
+        fl, sf, ev, tr = (get(fail, t, n, "act_all") for t in
+                          ("floor", "spawnfloor", "esv", "torchrun"))
         rows.append(("exit to last SIGTERM, ms", n, fmt(fl, prec=3),
-                     fmt(ev, prec=3), fmt(tr), delta(ev, fl), delta(tr, fl),
-                     "", ""))
+                     fmt(sf, prec=3), fmt(ev, prec=3), fmt(tr),
+                     delta(ev, fl), delta(ev, sf), delta(tr, fl), "", ""))
     for n in SIZES:
-        ev, tr = (get(launch, t, n, "rss") for t in ("esv", "torchrun"))
-        rows.append(("supervisor peak RSS, MiB", n, "-", mib(launch, "esv", n),
-                     mib(launch, "torchrun", n), "", "",
-                     "esv < 2 MiB at N=256, torchrun ~230",
+        ev = get(launch, "esv", n, "rss")
+        rows.append(("supervisor peak RSS, MiB", n, "-", "-",
+                     mib(launch, "esv", n), mib(launch, "torchrun", n),
+                     "", "", "", "esv < 2 MiB at N=256, torchrun ~230",
                      verdict(None if ev is None or n != 256
                              else ev < 2048)))
-    head = ("measure", "N", "floor", "esv", "torchrun", "esv vs floor",
+    head = ("measure", "N", "floor", "floor (posix_spawn)", "esv",
+            "torchrun", "esv vs floor", "esv vs spawn floor",
             "torchrun vs floor", "target", "esv meets")
     out = ["| " + " | ".join(head) + " |",
            "|" + "|".join("---" for _ in head) + "|"]
@@ -367,13 +377,13 @@ def table(launch, fail):
 def raw(launch, fail):
     out = []
     for (t, n), rs in sorted(launch.items()):
-        out.append(f"launch   {t:8} N={n:<3} ms: " + " ".join(
+        out.append(f"launch   {t:10} N={n:<3} ms: " + " ".join(
             fmt(r["launch"], prec=2) for r in rs))
     for (t, n), rs in sorted(fail.items()):
-        if t != "floor":
-            out.append(f"restart  {t:8} N={n:<3} ms: " + " ".join(
+        if t not in FLOORS:
+            out.append(f"restart  {t:10} N={n:<3} ms: " + " ".join(
                 fmt(r["restart"], prec=2) for r in rs))
-        out.append(f"act      {t:8} N={n:<3} ms: " + " ".join(
+        out.append(f"act      {t:10} N={n:<3} ms: " + " ".join(
             fmt(r["act"], prec=3) for r in rs))
     return "\n".join(out)
 

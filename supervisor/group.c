@@ -45,7 +45,6 @@ set_state(struct supervisor *sv, enum group_state st)
 void
 supervisor_exit(struct supervisor *sv, int code)
 {
-	sv->exiting = true;
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
 	while (sv->report_pending)
 		group_report_step(sv);
@@ -334,7 +333,7 @@ group_start(struct supervisor *sv)
 	    ai.ranks.base_rank + n - 1, ai.ranks.world_size, ai.master_addr,
 	    ai.master_port);
 	if (sv->alive < n) {
-		/* A fork failed: treat it as a failure of the whole group. */
+		/* A worker could not start: a failure of the whole group. */
 		group_stop(sv, SIGTERM, STOP_FAILURE);
 	}
 }
@@ -687,7 +686,6 @@ group_timer(struct supervisor *sv)
 	/* Unkillable (D state): do not hang on it as torch 1.13 does. */
 	warn_msg("%u workers did not die %d ms after SIGKILL: giving up on them",
 	    sv->alive, KILL_GRACE_MS);
-	sv->kill_phase = 2;
 	for (unsigned i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].pid != 0) {
 			sv->workers[i].pid = 0;

@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atomicfile.h"
 #include <jansson.h>
 
+#include "atomicfile.h"
 #include "ctldir.h"
 #include "fifodir.h"
 #include "kvfile.h"
@@ -209,6 +209,9 @@ main(int argc, char **argv)
 		diex(100, "%s", err);
 	if (r == 1)
 		return 0;
+	/* Every path esv builds starts with JOBDIR: leave room for the rest. */
+	if (strlen(cfg.jobdir) > PATH_MAX / 2)
+		diex(100, "%s: JOBDIR path too long", cfg.jobdir);
 
 	/* torchrun's banner, in one line: the default is surprising. */
 	if (cfg.nproc_per_node > 1 && getenv("OMP_NUM_THREADS") == NULL)

@@ -83,7 +83,7 @@ struct supervisor {
 	bool			 want_exit;
 	bool			 paused;
 	int			 stop_signal;	/* signal that began the stop */
-	int			 kill_phase;	/* 0 signalled, 1 SIGKILLed, 2 gave up */
+	int			 kill_phase;	/* 0 signalled, 1 SIGKILLed */
 	double			 since;
 	long long		 attempt_started_ms;
 	long long		 next_start_wall;	/* for the state file */
@@ -102,7 +102,6 @@ struct supervisor {
 	char			 host[256];
 	const char		*job_name;	/* the summary's title */
 	int			 exit_code;
-	bool			 exiting;
 	unsigned		 report_next;	/* next worker whose files to write */
 	bool			 report_pending;
 	double			 pid_since;	/* runit's record: last start or stop */
