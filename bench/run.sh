@@ -306,6 +306,11 @@ def delta(a, b):
     return "n/a" if a is None or b is None else f"{a - b:+.1f} ms"
 
 
+def bar(launch):
+    """A floor's launch time, shown as the bar for a restart."""
+    return "n/a" if launch is None else f"{launch:.2f} (launch)"
+
+
 def verdict(ok):
     return "n/a" if ok is None else ("yes" if ok else "no")
 
@@ -338,8 +343,7 @@ def table(launch, fail):
     for n in RSIZES:
         fl, sf = (get(launch, t, n, "launch") for t in FLOORS)
         ev, tr = (get(fail, t, n, "restart") for t in ("esv", "torchrun"))
-        rows.append(("restart, ms", n, fmt(fl, prec=2) + " (launch)",
-                     fmt(sf, prec=2) + " (launch)", fmt(ev, prec=2),
+        rows.append(("restart, ms", n, bar(fl), bar(sf), fmt(ev, prec=2),
                      fmt(tr), delta(ev, fl), delta(ev, sf), delta(tr, fl),
                      "esv <= floor launch + 2 ms",
                      verdict(None if ev is None or fl is None
@@ -388,7 +392,7 @@ def raw(launch, fail):
     return "\n".join(out)
 
 
-def machine():
+def machine(began):
     model = "unknown cpu"
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -396,15 +400,38 @@ def machine():
                 model = line.split(":", 1)[1].strip()
                 break
     u = os.uname()
-    return (f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {u.nodename}, "
+    return (f"{began}, {u.nodename}, "
             f"{os.cpu_count()} cpus ({model}), Linux {u.release}")
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def fstype(path):
+    """Type of the file system holding path: the longest mount prefix."""
+    best, kind = "", "unknown"
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            p = line.split()
+            mnt = p[1].replace("\\040", " ")
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and \
+                    len(mnt) >= len(best):
+                best, kind = mnt, p[2]
+    return kind
+
+
+began = time.strftime('%Y-%m-%d %H:%M %Z')
+load_before = loadavg()
 t_begin = time.monotonic()
 launch, fail = collect()
-print(f"esv benchmark: {machine()}")
+print(f"esv benchmark: {machine(began)}")
 print(f"median of {REPS} runs; tools: {' '.join(TOOLS)}; "
-      f"total {time.monotonic() - t_begin:.0f} s\n")
+      f"total {time.monotonic() - t_begin:.0f} s")
+print(f"load average (1, 5, 15 min) before: {load_before}, after: "
+      f"{loadavg()}; job dirs on {fstype(os.path.realpath(WORK))} "
+      f"({WORK})\n")
 print(table(launch, fail))
 print("\nper-run values:")
 print(raw(launch, fail))

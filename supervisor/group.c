@@ -157,25 +157,30 @@ worker_argv(struct supervisor *sv, unsigned local_rank)
 
 /*
  * What every worker gets from posix_spawn: its own session (so stops reach
- * its children too), default signal actions (a supervisor started in the
- * background of a script has SIGINT ignored; workers must not inherit
- * that) and an empty signal mask (ours blocks what signalfd reads).
+ * its children too), default signal actions and an empty signal mask (ours
+ * blocks what signalfd reads).  Only the signals ignored here need their
+ * default back (a supervisor started in the background of a script has
+ * SIGINT ignored; workers must not inherit that): looked up once, so each
+ * spawn makes a few sigaction calls instead of one per signal.
  */
 static posix_spawnattr_t *
 spawn_attr(void)
 {
 	static posix_spawnattr_t attr;
 	static bool ready;
-	sigset_t all, none;
+	struct sigaction sa;
+	sigset_t ignored, none;
+	int sig;
 
 	if (ready)
 		return &attr;
-	sigfillset(&all);
-	sigdelset(&all, SIGKILL);
-	sigdelset(&all, SIGSTOP);
+	sigemptyset(&ignored);
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigaddset(&ignored, sig);
 	sigemptyset(&none);
 	if (posix_spawnattr_init(&attr) != 0 ||
-	    posix_spawnattr_setsigdefault(&attr, &all) != 0 ||
+	    posix_spawnattr_setsigdefault(&attr, &ignored) != 0 ||
 	    posix_spawnattr_setsigmask(&attr, &none) != 0 ||
 	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
 	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) != 0)
@@ -324,7 +329,7 @@ group_start(struct supervisor *sv)
 	    "workers", sv->alive, "base_rank", ai.ranks.base_rank,
 	    "world_size", ai.ranks.world_size, "master_addr", ai.master_addr,
 	    "master_port", ai.master_port));
-	/* The files are written from the loop, a few workers at a time. */
+	/* The files are written from the loop, one worker at a time. */
 	sv->report_next = 0;
 	sv->report_pending = true;
 	info_msg("started %u workers (attempt %u, restart %u/%u, ranks %u-%u "
@@ -339,7 +344,7 @@ group_start(struct supervisor *sv)
 }
 
 /*
- * Write the files of a few freshly started workers.  On a slow disk an
+ * Write the files of one freshly started worker.  On a slow disk an
  * envdir per worker costs milliseconds; done in one go for hundreds of
  * workers it would keep the loop from noticing an exit for seconds.
  */
@@ -347,7 +352,7 @@ void
 group_report_step(struct supervisor *sv)
 {
 	struct attempt_info ai;
-	unsigned end = sv->report_next + 4;
+	unsigned end = sv->report_next + 1;
 
 	attempt_info(sv, &ai);
 	for (; sv->report_next < end && sv->report_next < sv->nworkers;
