@@ -51,7 +51,12 @@ supervisor_exit(struct supervisor *sv, int code)
 	report_group(sv);
 	report_event(sv, ESV_EVENT_EXIT);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED || sv->state == G_FAILED);
-	/* Closing the guardian's pipe with no group recorded: it just exits. */
+	/*
+	 * No worker is left: let go of the lock before the guardian sees EOF,
+	 * so that its search for lock holders finds nobody, not us.
+	 */
+	group_lock_release(sv);
+	close(sv->guardianfd);
 	exit(code);
 }
 
@@ -431,26 +436,17 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 static void
 kill_adopted(struct supervisor *sv)
 {
-	char path[64], buf[4096], *p, *end;
-	ssize_t n;
+	char path[64];
+	FILE *fp;
 	long pid;
-	int fd;
 
-	pathf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (pathf(path, sizeof(path), "/proc/self/task/%d/children",
+	    getpid()) == -1 || (fp = fopen(path, "re")) == NULL)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	for (p = buf; *p != '\0'; p = end) {
-		pid = strtol(p, &end, 10);
-		if (end == p)
-			break;
+	while (fscanf(fp, "%ld", &pid) == 1)
 		if (pid > 1 && pid != sv->guardian_pid)
 			kill((pid_t)pid, SIGKILL);
-	}
+	fclose(fp);
 }
 
 /* Every worker is gone: clean up after them, then decide what is next. */
