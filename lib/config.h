@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "confvalue.h"
+
 #define ESV_MAX_SIGNALS		16
 #define ESV_MAX_NPROC		4096
 #define ESV_MAX_EXTRA_ENV	256
@@ -80,18 +82,5 @@ int	config_load(struct job_config *cfg, int argc, char **argv,
 	    char **envp, char *err, size_t errlen);
 void	config_free(struct job_config *cfg);
 void	config_usage(FILE *fp);
-
-/*
- * torch's Std bitmask for one local rank, from a --redirects/--tee value
- * ("0".."3" for all ranks, or "0:3,1:1" per rank; missing ranks get 0).
- * Returns -1 when spec is malformed.
- */
-int	std_for_rank(const char *spec, unsigned local_rank);
-bool	std_spec_valid(const char *spec);
-/* Whether local_rank passes a "0,2" filter; an empty filter passes all. */
-bool	rank_in_filter(const char *filter, unsigned local_rank);
-
-/* "30", "30s", "500ms", "2m", "1.5s" to milliseconds; -1 on error. */
-long long parse_duration_ms(const char *s);
 
 #endif

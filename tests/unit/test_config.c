@@ -677,7 +677,7 @@ test_contradictions(void **state)
 }
 
 static int
-count_gpus(void)
+devices_nvidia(void)
 {
 	glob_t g;
 	int n = 0;
@@ -694,7 +694,7 @@ test_nproc_words(void **state)
 {
 	struct fixture *f = *state;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int gpus = count_gpus();
+	int gpus = devices_nvidia();
 
 	assert_int_equal(load(f, "--nproc-per-node", "cpu", "DIR", "t.py"),
 	    0);
