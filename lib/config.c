@@ -1,7 +1,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <glob.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
