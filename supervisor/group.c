@@ -324,6 +324,7 @@ group_start(struct supervisor *sv)
 		sv->workers[i].state = W_STOPPED;
 		sv->workers[i].pid = sv->workers[i].last_pid = 0;
 	}
+	guardian_flush(sv);
 	group_lock_release(sv);
 	sv->attempt++;
 	sv->attempt_started_ms = mono_ms();
@@ -436,17 +437,20 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 static void
 kill_adopted(struct supervisor *sv)
 {
-	char path[64];
-	FILE *fp;
+	char path[64], *text, *p, *end;
 	long pid;
 
 	if (pathf(path, sizeof(path), "/proc/self/task/%d/children",
-	    getpid()) == -1 || (fp = fopen(path, "re")) == NULL)
+	    getpid()) == -1 || (text = read_text(path, 1 << 20, NULL)) == NULL)
 		return;
-	while (fscanf(fp, "%ld", &pid) == 1)
+	for (p = text; *p != '\0'; p = end) {
+		pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
 		if (pid > 1 && pid != sv->guardian_pid)
 			kill((pid_t)pid, SIGKILL);
-	fclose(fp);
+	}
+	free(text);
 }
 
 /* Every worker is gone: clean up after them, then decide what is next. */
@@ -467,6 +471,7 @@ finish_attempt(struct supervisor *sv)
 		sv->workers[i].pgid = 0;
 		output_close(sv, &sv->workers[i]);
 	}
+	guardian_flush(sv);
 	sv->pid_since = wall_now();
 	set_state(sv, G_DOWN);
 	report_event(sv, ESV_EVENT_DOWN);

@@ -103,6 +103,24 @@ guardian_start(struct supervisor *sv)
 	sv->guardian_pid = pid;
 }
 
+/*
+ * Messages are batched and written once per start or stop of the group:
+ * a write per worker would wake the guardian hundreds of times while the
+ * supervisor is busy spawning.  A worker not yet announced is still found
+ * by the lock it holds.
+ */
+static char	pending[4096];
+static size_t	npending;
+
+void
+guardian_flush(struct supervisor *sv)
+{
+	if (npending > 0 && write(sv->guardianfd, pending, npending) !=
+	    (ssize_t)npending)
+		warn_sys("unable to write to the guardian");
+	npending = 0;
+}
+
 static void
 guardian_send(struct supervisor *sv, char op, pid_t pgid)
 {
@@ -110,9 +128,10 @@ guardian_send(struct supervisor *sv, char op, pid_t pgid)
 	int n;
 
 	n = snprintf(line, sizeof(line), "%c%d\n", op, (int)pgid);
-	if (write(sv->guardianfd, line, n) != n)
-		warn_sys("unable to tell the guardian about process group %d",
-		    (int)pgid);
+	if (npending + n > sizeof(pending))
+		guardian_flush(sv);
+	memcpy(pending + npending, line, n);
+	npending += n;
 }
 
 void
@@ -136,7 +155,9 @@ guardian_died(struct supervisor *sv)
 	warn_msg("the guardian (pid %d) died: starting another",
 	    (int)sv->guardian_pid);
 	guardian_start(sv);
+	npending = 0;	/* the dead one's news: the list below replaces it */
 	for (i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].pgid > 1)
 			guardian_add(sv, sv->workers[i].pgid);
+	guardian_flush(sv);
 }

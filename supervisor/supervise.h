@@ -155,6 +155,7 @@ void	group_lock_release(struct supervisor *sv);
 void	guardian_start(struct supervisor *sv);
 void	guardian_add(struct supervisor *sv, pid_t pgid);
 void	guardian_drop(struct supervisor *sv, pid_t pgid);
+void	guardian_flush(struct supervisor *sv);
 void	guardian_died(struct supervisor *sv);
 
 #endif

@@ -8,7 +8,7 @@ bash tools/setup.sh build
 meson test -C build --print-errorlogs --num-processes 2
 
 bash tools/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-	-Dbuildtype=debug
+	-Dbuildtype=debug -Dstatic_supervisor=false
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C build-asan --print-errorlogs --num-processes 2
