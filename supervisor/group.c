@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ supervisor_exit(struct supervisor *sv, int code)
 {
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
 	while (sv->report_pending)
-		group_report_step(sv);
+		group_report_step(sv, false);
 	report_group(sv);
 	report_event(sv, ESV_EVENT_EXIT);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED || sv->state == G_FAILED);
@@ -349,27 +350,41 @@ group_start(struct supervisor *sv)
 	}
 }
 
+/* A signal (a worker's exit above all) is waiting for the loop. */
+static bool
+signal_waiting(struct supervisor *sv)
+{
+	struct pollfd pfd = { .fd = sv->sigw.fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
 /*
  * Write the files of one freshly started worker.  On a slow disk an
  * envdir per worker costs milliseconds; done in one go for hundreds of
- * workers it would keep the loop from noticing an exit for seconds.
+ * workers it would keep the loop from noticing an exit for seconds.  A
+ * signal that arrives meanwhile interrupts the worker's envdir (if yield),
+ * which is written again on the next turn.
  */
 void
-group_report_step(struct supervisor *sv)
+group_report_step(struct supervisor *sv, bool yield)
 {
 	struct attempt_info ai;
-	unsigned end = sv->report_next + 1;
+	struct worker *wk;
+	struct envbuf own = { 0 };
+	int r = 0;
 
-	attempt_info(sv, &ai);
-	for (; sv->report_next < end && sv->report_next < sv->nworkers;
-	    sv->report_next++) {
-		struct worker *wk = &sv->workers[sv->report_next];
-		struct envbuf own = { 0 };
-
+	if (sv->report_next < sv->nworkers) {
+		wk = &sv->workers[sv->report_next];
+		attempt_info(sv, &ai);
 		if (workerenv_own(&own, &ai, wk->local_rank, sv->environ) == 0)
-			report_env(sv, wk, own.vars);
+			r = report_env(sv, wk, own.vars,
+			    yield ? signal_waiting : NULL);
 		envbuf_free(&own);
+		if (r == -1)
+			return;
 		report_worker(sv, wk);
+		sv->report_next++;
 	}
 	if (sv->report_next < sv->nworkers)
 		return;

@@ -253,6 +253,6 @@ main(int argc, char **argv)
 		if (loop_once(&sv.loop, sv.report_pending ? 0 : -1) == -1)
 			die(111, "epoll_wait");
 		if (sv.report_pending)
-			group_report_step(&sv);
+			group_report_step(&sv, true);
 	}
 }

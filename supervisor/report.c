@@ -247,34 +247,41 @@ write_env_file(struct supervisor *sv, int dfd, const char *dir,
  * variable esv set.  It is filled beside, without a temp file per
  * variable, and swapped in whole with RENAME_EXCHANGE.
  */
-void
-report_env(struct supervisor *sv, struct worker *wk, char **own)
+int
+report_env(struct supervisor *sv, struct worker *wk, char **own,
+    bool (*stop)(struct supervisor *))
 {
 	char dir[64], tmp[80], cur[80], path[PATH_MAX];
 	size_t i;
 	int dfd;
 
 	if (worker_dir(sv, wk, dir, sizeof(dir)) == -1)
-		return;
+		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/env.new", dir);
 	snprintf(cur, sizeof(cur), "%s/env", dir);
 	if (pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp) == -1)
-		return;
+		return 0;
 	remove_tree(path);
 	if (mkdirat(sv->jobfd, tmp, 0755) == -1 ||
 	    (dfd = openat(sv->jobfd, tmp, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		warn_sys("unable to create %s/%s", sv->cfg->jobdir, tmp);
-		return;
+		return 0;
 	}
-	for (i = 0; own[i] != NULL; i++)
+	for (i = 0; own[i] != NULL; i++) {
+		if (stop != NULL && stop(sv)) {
+			close(dfd);
+			return -1;	/* env.new is cleared on the next try */
+		}
 		write_env_file(sv, dfd, tmp, own[i]);
+	}
 	close(dfd);
 	if (renameat2(sv->jobfd, tmp, sv->jobfd, cur, RENAME_EXCHANGE) == 0)
 		remove_tree(path);	/* the old one, now under env.new */
 	else if (errno != ENOENT ||
 	    renameat(sv->jobfd, tmp, sv->jobfd, cur) == -1)
 		warn_sys("unable to replace %s/%s", sv->cfg->jobdir, cur);
+	return 0;
 }
 
 void

@@ -116,7 +116,7 @@ void	group_signal(struct supervisor *sv, int signo);
 void	group_reap(struct supervisor *sv);
 void	flush_exits(struct supervisor *sv);
 void	group_timer(struct supervisor *sv);
-void	group_report_step(struct supervisor *sv);
+void	group_report_step(struct supervisor *sv, bool yield);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
 const char *group_state_name(enum group_state st);
 
@@ -132,7 +132,9 @@ void	output_close(struct supervisor *sv, struct worker *wk);
 /* report.c */
 void	report_group(struct supervisor *sv);
 void	report_worker(struct supervisor *sv, struct worker *wk);
-void	report_env(struct supervisor *sv, struct worker *wk, char **own);
+/* Returns -1 if interrupted because stop(sv) said so between files. */
+int	report_env(struct supervisor *sv, struct worker *wk, char **own,
+	    bool (*stop)(struct supervisor *));
 void	report_event(struct supervisor *sv, char ev);
 void	report_failure(struct supervisor *sv, bool final);
 
