@@ -30,9 +30,13 @@
 
 extern char **environ;
 
-/* Make sure fds 0-2 exist, so that no file we open lands on them. */
+/*
+ * Make sure fds 0-2 exist, so that no file we open lands on them, and
+ * that nothing else the caller left open reaches the workers (torchrun's
+ * Popen closes them too).
+ */
 static void
-sanitize_stdio(void)
+sanitize_fds(void)
 {
 	int fd;
 
@@ -40,6 +44,9 @@ sanitize_stdio(void)
 		;
 	if (fd > 2)
 		close(fd);
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == -1)
+		for (fd = 3; fd < 1024; fd++)
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
 static void
@@ -204,7 +211,7 @@ main(int argc, char **argv)
 	int r;
 
 	setprogname("esv-supervise");
-	sanitize_stdio();
+	sanitize_fds();
 	if ((r = config_load(&cfg, argc, argv, environ, err, sizeof(err))) == -1)
 		diex(100, "%s", err);
 	if (r == 1)
