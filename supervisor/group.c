@@ -295,6 +295,7 @@ group_start(struct supervisor *sv)
 			sv->workers[i].out.file = sv->workers[i].err.file = -1;
 			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
 		}
+		report_setup(sv);
 	}
 	for (i = 0; i < sv->nfailures; i++)
 		failure_free(&sv->failures[i]);

@@ -153,14 +153,26 @@ report_group(struct supervisor *sv)
 }
 
 static int
-worker_dir(struct supervisor *sv, struct worker *wk, char *buf, size_t len)
+worker_dir(struct worker *wk, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%u", ESV_WORKERS_DIR, wk->local_rank);
-	if (mkdirat(sv->jobfd, buf, 0755) == -1 && errno != EEXIST) {
-		warn_sys("unable to create %s/%s", sv->cfg->jobdir, buf);
-		return -1;
+	return wk->dir_ok ? 0 : -1;
+}
+
+/* workers/N/ for every worker, once: the reports only write into them. */
+void
+report_setup(struct supervisor *sv)
+{
+	char dir[64];
+	unsigned i;
+
+	for (i = 0; i < sv->nworkers; i++) {
+		snprintf(dir, sizeof(dir), "%s/%u", ESV_WORKERS_DIR, i);
+		sv->workers[i].dir_ok = mkdirat(sv->jobfd, dir, 0755) == 0 ||
+		    errno == EEXIST;
+		if (!sv->workers[i].dir_ok)
+			warn_sys("unable to create %s/%s", sv->cfg->jobdir, dir);
 	}
-	return 0;
 }
 
 void
@@ -170,7 +182,7 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	char dir[64], path[128], err[PATH_MAX];
 	bool gone = wk->pid == 0;
 
-	if (worker_dir(sv, wk, dir, sizeof(dir)) == -1)
+	if (worker_dir(wk, dir, sizeof(dir)) == -1)
 		return;
 	pathf(err, sizeof(err), "%s/%u/error.json", sv->attempt_dir,
 	    wk->local_rank);
@@ -255,7 +267,7 @@ report_env(struct supervisor *sv, struct worker *wk, char **own,
 	size_t i;
 	int dfd;
 
-	if (worker_dir(sv, wk, dir, sizeof(dir)) == -1)
+	if (worker_dir(wk, dir, sizeof(dir)) == -1)
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/env.new", dir);
 	snprintf(cur, sizeof(cur), "%s/env", dir);

@@ -50,6 +50,7 @@ struct worker {
 	int			 exitcode;	/* torch's: -signal if killed */
 	int			 exec_errno;	/* posix_spawn's error, or 0 */
 	bool			 exit_pending;	/* reaped, not yet reported */
+	bool			 dir_ok;	/* workers/N/ exists */
 	double			 started, exited;
 	char			*prefix;	/* of tee'd lines, or NULL */
 	size_t			 prefix_len;
@@ -130,6 +131,7 @@ void	output_started(struct supervisor *sv, struct worker *wk);
 void	output_close(struct supervisor *sv, struct worker *wk);
 
 /* report.c */
+void	report_setup(struct supervisor *sv);
 void	report_group(struct supervisor *sv);
 void	report_worker(struct supervisor *sv, struct worker *wk);
 /* Returns -1 if interrupted because stop(sv) said so between files. */

@@ -35,38 +35,7 @@ checkpy()
 }
 
 # Python helpers shared by the checks below.
-cat >"$T/envlib.py" <<'EOF'
-import os
-
-def environ(path):
-    """The NUL-separated dump of a worker as a dict."""
-    out = {}
-    for item in open(path, "rb").read().split(b"\0"):
-        if item:
-            k, _, v = item.decode().partition("=")
-            out[k] = v
-    return out
-
-def argv(path):
-    return [a.decode() for a in open(path, "rb").read().split(b"\0")[:-1]]
-
-def kv(path):
-    out = {}
-    for line in open(path):
-        k, _, v = line.rstrip("\n").partition("=")
-        out[k] = v
-    return out
-
-def dumps(d, kind):
-    """{local_rank: path} of DUMP_DIR/kind.R.0"""
-    return {int(n.split(".")[1]): os.path.join(d, n)
-            for n in os.listdir(d) if n.startswith(kind + ".") and n.endswith(".0")}
-
-def check(cond, *msg):
-    if not cond:
-        raise SystemExit(" ".join(str(m) for m in msg))
-EOF
-export PYTHONPATH=$T
+export PYTHONPATH=$WORKERS
 
 # envdir_check JOBDIR DUMPDIR NPROC EXPECTED_KEYS...: workers/N/env/ holds
 # exactly EXPECTED_KEYS, and chpst -e of it gives what worker N saw.

@@ -26,10 +26,7 @@ checkpy()
 
 cat >"$T/summ.py" <<'EOF'
 import json, re, socket
-
-def check(cond, *msg):
-    if not cond:
-        raise SystemExit(" ".join(str(m) for m in msg))
+from envlib import check, kv
 
 def summary(errfile, name, rank, local_rank, exitcode, pid, error_file,
             traceback, time=None):
@@ -82,11 +79,8 @@ def load(path):
         return json.load(open(path))
     except Exception as e:
         raise SystemExit(f"{path}: not JSON: {e}")
-
-def kv(path):
-    return dict(l.rstrip("\n").partition("=")[::2] for l in open(path))
 EOF
-export PYTHONPATH=$T
+export PYTHONPATH=$T:$WORKERS
 
 attempt_dirs()
 {

@@ -11,24 +11,10 @@ W=$WORKERS/worker.sh
 # the two supervise/state files.
 check_ranks()
 {
-	"$PY" - "$@" >"$T/py.out" 2>&1 <<'EOF' || fail "$(cat "$T/py.out")"
+	PYTHONPATH=$WORKERS "$PY" - "$@" >"$T/py.out" 2>&1 <<'EOF' || fail "$(cat "$T/py.out")"
 import os, sys
+from envlib import environ, kv, check
 port, dumps, jobs = sys.argv[1], sys.argv[2:4], sys.argv[4:6]
-
-def environ(path):
-    out = {}
-    for item in open(path, "rb").read().split(b"\0"):
-        if item:
-            k, _, v = item.decode().partition("=")
-            out[k] = v
-    return out
-
-def kv(path):
-    return dict(l.rstrip("\n").partition("=")[::2] for l in open(path))
-
-def check(cond, *msg):
-    if not cond:
-        raise SystemExit(" ".join(str(m) for m in msg))
 
 ranks = []
 for node, d in enumerate(dumps):
