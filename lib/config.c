@@ -125,6 +125,8 @@ static const struct option_def options[] = {
 	    FIELD(rdzv_conf), 0, 0, NULL },
 	{ "standalone", "standalone", 0, "PET_STANDALONE", NULL, K_BOOL,
 	    FIELD(standalone), 0, 0, NULL },
+	{ "local_addr", "local-addr", 0, "PET_LOCAL_ADDR", NULL, K_STR,
+	    FIELD(local_addr), 0, 0, NULL },
 	{ "log_dir", "log-dir", 0, "PET_LOG_DIR", NULL, K_STR, FIELD(log_dir),
 	    0, 0, NULL },
 	{ "redirects", "redirects", 'r', "PET_REDIRECTS", NULL, K_FN,
@@ -853,6 +855,54 @@ build_argv(struct loadctx *ctx)
 }
 
 static int
+validate_static(struct loadctx *ctx)
+{
+	struct job_config *cfg = ctx->cfg;
+
+	if (cfg->nnodes_min != cfg->nnodes_max)
+		return fail(ctx, "--nnodes %u:%u: the static rendezvous needs "
+		    "a fixed number of nodes (use --rdzv-backend esv)",
+		    cfg->nnodes_min, cfg->nnodes_max);
+	if (cfg->node_rank >= cfg->nnodes_max)
+		return fail(ctx, "--node-rank %u: must be below --nnodes %u",
+		    cfg->node_rank, cfg->nnodes_max);
+	return 0;
+}
+
+/* c10d is torchrun's default dynamic backend: esv-rdzv plays its part. */
+static int
+validate_rdzv(struct loadctx *ctx)
+{
+	struct job_config *cfg = ctx->cfg;
+	char why[256];
+
+	rdzv_conf_defaults(&cfg->rdzv);
+	if (rdzv_conf_parse(cfg->rdzv_conf, &cfg->rdzv, why, sizeof(why)) == -1)
+		return fail(ctx, "rdzv_conf: %s", why);
+	if (strcmp(cfg->rdzv_backend, "c10d") == 0)
+		strlcpy(cfg->rdzv_backend, "esv", sizeof(cfg->rdzv_backend));
+	if (strcmp(cfg->rdzv_backend, "static") == 0)
+		return validate_static(ctx);
+	if (strcmp(cfg->rdzv_backend, "esv") != 0)
+		return fail(ctx, "rdzv_backend: %s: not available in this "
+		    "version (static, esv or c10d)", cfg->rdzv_backend);
+	if (!cfg->standalone) {
+		if (cfg->rdzv_endpoint[0] == '\0')
+			return fail(ctx, "rdzv_endpoint: required by the esv "
+			    "backend (HOST:PORT of esv-rdzv)");
+		if (endpoint_parse(cfg->rdzv_endpoint, 29400, cfg->rdzv_host,
+		    sizeof(cfg->rdzv_host), &cfg->rdzv_port, why,
+		    sizeof(why)) == -1)
+			return fail(ctx, "rdzv_endpoint: %s", why);
+		if (cfg->rdzv.token_file[0] == '\0')
+			return fail(ctx, "rdzv_conf: token_file: required by the "
+			    "esv backend (a file of 16 or more random "
+			    "characters, mode 0600)");
+	}
+	return 0;
+}
+
+static int
 validate(struct loadctx *ctx)
 {
 	struct job_config *cfg = ctx->cfg;
@@ -866,20 +916,11 @@ validate(struct loadctx *ctx)
 			    "--nnodes is %u:%u", cfg->nnodes_min,
 			    cfg->nnodes_max);
 		/* As torchrun: a private rendezvous on this host. */
-		strlcpy(cfg->rdzv_backend, "static",
-		    sizeof(cfg->rdzv_backend));
+		strlcpy(cfg->rdzv_backend, "esv", sizeof(cfg->rdzv_backend));
 		cfg->rdzv_endpoint[0] = '\0';
 	}
-	if (strcmp(cfg->rdzv_backend, "static") != 0)
-		return fail(ctx, "rdzv_backend: %s: not available in this "
-		    "version", cfg->rdzv_backend);
-	if (cfg->nnodes_min != cfg->nnodes_max)
-		return fail(ctx, "--nnodes %u:%u: the static rendezvous needs "
-		    "a fixed number of nodes", cfg->nnodes_min,
-		    cfg->nnodes_max);
-	if (cfg->node_rank >= cfg->nnodes_max)
-		return fail(ctx, "--node-rank %u: must be below --nnodes %u",
-		    cfg->node_rank, cfg->nnodes_max);
+	if (validate_rdzv(ctx) == -1)
+		return -1;
 	if (cfg->restart_delay_max_ms < cfg->restart_delay_ms)
 		return fail(ctx, "--restart-delay-max %ums: below "
 		    "--restart-delay %ums", cfg->restart_delay_max_ms,
@@ -962,10 +1003,11 @@ config_usage(FILE *fp)
 "  --max-restarts N                 group restarts after a failure (0)\n"
 "  --role NAME                      worker role (default)\n"
 "  --rdzv-id ID                     run id (none)\n"
-"  --rdzv-backend NAME              rendezvous backend (static)\n"
+"  --rdzv-backend NAME              static, esv or c10d (static)\n"
 "  --rdzv-endpoint HOST:PORT        rendezvous endpoint\n"
 "  --rdzv-conf K=V,...              rendezvous settings\n"
 "  --standalone                     one node on its own\n"
+"  --local-addr ADDR                MASTER_ADDR this node publishes (esv)\n"
 "  --log-dir DIR                    worker logs (JOBDIR/logs)\n"
 "  -r, --redirects SPEC             0..3 or LOCAL_RANK:0..3,... (0)\n"
 "  -t, --tee SPEC                   same syntax as --redirects (0)\n"

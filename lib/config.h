@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "confvalue.h"
+#include "rdzvconf.h"
 
 #define ESV_MAX_SIGNALS		16
 #define ESV_MAX_NPROC		4096
@@ -42,10 +43,17 @@ struct job_config {
 	unsigned max_restarts;
 	char	 role[64];
 	char	 run_id[128];
-	char	 rdzv_backend[32];	/* only "static" in this version */
+	char	 rdzv_backend[32];	/* "static" or "esv" ("c10d" = esv) */
 	char	 rdzv_endpoint[256];
 	char	 rdzv_conf[1024];
 	bool	 standalone;
+	/* Parsed from the two above (esv backend). */
+	char	 rdzv_host[256];
+	unsigned rdzv_port;
+	struct rdzv_conf rdzv;
+	/* What this node publishes as MASTER_ADDR; "" = its address as seen
+	 * on the connection to esv-rdzv. */
+	char	 local_addr[256];
 
 	char	 log_dir[PATH_MAX];	/* "" means JOBDIR/logs */
 	char	 redirects[128];	/* torch Std syntax: "3" or "0:1,1:2" */

@@ -35,6 +35,7 @@
 #define ESV_STATE		"supervise/state"
 #define ESV_PGIDS		"supervise/pgids"
 #define ESV_FAILURE		"supervise/failure.json"
+#define ESV_RDZV_TOKEN		"supervise/rdzv.token"	/* --standalone's */
 #define ESV_EVENT_DIR		"event"
 #define ESV_WORKERS_DIR		"workers"
 #define ESV_DEFAULT_LOG_DIR	"logs"	/* not "log": sv(8) reads log/ as a logger */

@@ -25,6 +25,14 @@ loop_add(struct loop *lp, struct watch *w, uint32_t events)
 }
 
 int
+loop_mod(struct loop *lp, struct watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	return epoll_ctl(lp->epfd, EPOLL_CTL_MOD, w->fd, &ev);
+}
+
+int
 loop_del(struct loop *lp, struct watch *w)
 {
 	return epoll_ctl(lp->epfd, EPOLL_CTL_DEL, w->fd, NULL);

@@ -23,6 +23,7 @@ struct loop {
 
 int	loop_init(struct loop *lp);
 int	loop_add(struct loop *lp, struct watch *w, uint32_t events);
+int	loop_mod(struct loop *lp, struct watch *w, uint32_t events);
 int	loop_del(struct loop *lp, struct watch *w);
 /* Wait for events (timeout_ms -1: forever) and run their handlers. */
 int	loop_once(struct loop *lp, int timeout_ms);

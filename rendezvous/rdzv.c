@@ -8,9 +8,11 @@
 #include "rdzv.h"
 
 extern const struct rdzv_backend rdzv_static_backend;
+extern const struct rdzv_backend rdzv_esv_backend;
 
 static const struct rdzv_backend *const backends[] = {
 	&rdzv_static_backend,
+	&rdzv_esv_backend,
 };
 
 int
@@ -40,10 +42,41 @@ rdzv_join(struct rdzv *rz)
 	return rz->be->join(rz);
 }
 
-unsigned
-rdzv_nodes_waiting(struct rdzv *rz)
+void
+rdzv_leave(struct rdzv *rz)
 {
-	return rz->be->nodes_waiting ? rz->be->nodes_waiting(rz) : 0;
+	if (rz->be->leave != NULL)
+		rz->be->leave(rz);
+}
+
+int
+rdzv_barrier(struct rdzv *rz, unsigned timeout_ms)
+{
+	if (rz->be->barrier == NULL || timeout_ms == 0) {
+		rz->cb.barrier_done(rz->cb.ctx, true);
+		return 0;
+	}
+	return rz->be->barrier(rz, timeout_ms);
+}
+
+void
+rdzv_status(struct rdzv *rz, struct rdzv_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (rz->be != NULL && rz->be->status != NULL)
+		rz->be->status(rz, st);
+}
+
+bool
+rdzv_child_exited(struct rdzv *rz, pid_t pid, int status)
+{
+	struct rdzv_status st;
+
+	rdzv_status(rz, &st);
+	if (pid <= 0 || st.host_pid != pid)
+		return false;
+	rz->be->child_exited(rz, pid, status);
+	return true;
 }
 
 void

@@ -1,17 +1,21 @@
 /*
  * The rendezvous as esv-supervise sees it: one interface, several backends
- * ("static" here; "esv" talking to esv-rdzv and "etcd" come later).
+ * ("static", and "esv" talking to esv-rdzv; "etcd" slots in later).
  *
  * A round is asynchronous: rdzv_join() starts it, and the backend calls
  * the done callback from the supervisor's event loop when the round
  * completes (static: at once, from inside rdzv_join).  A backend that
  * talks to a server adds its fds to the loop itself and calls
- * membership_changed when nodes wait to join a running round.
+ * membership_changed when the running round must be given up (a node
+ * arrived, left or failed), failed when no round can be had, and
+ * barrier_done when every node's group has finished (or the barrier
+ * timed out).  Backends without a barrier call barrier_done at once.
  */
 #ifndef ESV_RDZV_H
 #define ESV_RDZV_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "loop.h"
@@ -31,14 +35,28 @@ struct rdzv_callbacks {
 	void	(*done)(void *ctx, const struct rdzv_round *r);
 	void	(*failed)(void *ctx, const char *why);
 	void	(*membership_changed)(void *ctx);
+	void	(*barrier_done)(void *ctx, bool released);
+	void	(*status_changed)(void *ctx);	/* rdzv_status() moved */
 	void	*ctx;
+};
+
+/* What the control directory shows of the rendezvous. */
+struct rdzv_status {
+	char		endpoint[300];	/* "" for static */
+	bool		connected;
+	unsigned	nodes_waiting;
+	unsigned	participants;	/* joined the round being gathered */
+	pid_t		host_pid;	/* esv-rdzv child we host, or 0 */
 };
 
 struct rdzv_backend {
 	const char	*name;
 	int	(*open)(struct rdzv *rz, char *err, size_t errlen);
 	int	(*join)(struct rdzv *rz);
-	unsigned (*nodes_waiting)(struct rdzv *rz);
+	void	(*leave)(struct rdzv *rz);
+	int	(*barrier)(struct rdzv *rz, unsigned timeout_ms);
+	void	(*status)(struct rdzv *rz, struct rdzv_status *st);
+	void	(*child_exited)(struct rdzv *rz, pid_t pid, int status);
 	void	(*close)(struct rdzv *rz, bool job_over);
 };
 
@@ -56,7 +74,14 @@ int	rdzv_open(struct rdzv *rz, const struct job_config *cfg,
 	    struct loop *lp, const struct rdzv_callbacks *cb,
 	    char *err, size_t errlen);
 int	rdzv_join(struct rdzv *rz);
-unsigned rdzv_nodes_waiting(struct rdzv *rz);
+/* The group went down by operator command: give up our place. */
+void	rdzv_leave(struct rdzv *rz);
+/* The group succeeded: wait (asynchronously) for the other nodes. */
+int	rdzv_barrier(struct rdzv *rz, unsigned timeout_ms);
+void	rdzv_status(struct rdzv *rz, struct rdzv_status *st);
+/* A child was reaped: true if it was the backend's (a hosted esv-rdzv). */
+bool	rdzv_child_exited(struct rdzv *rz, pid_t pid, int status);
+/* job_over: the job ended here (success or final failure), refuse joins. */
 void	rdzv_close(struct rdzv *rz, bool job_over);
 
 /* A TCP port free on addr now (bind port 0); 0 on error. */

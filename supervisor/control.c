@@ -81,8 +81,9 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 		sv->want = 'd';
 		if (running)
 			group_stop(sv, SIGTERM, STOP_DOWN);
-		else if (sv->state == G_BACKOFF) {
+		else if (sv->state == G_BACKOFF || sv->state == G_JOINING) {
 			timer_arm_ms(sv->timerw.fd, -1);
+			rdzv_leave(&sv->rz);
 			sv->state = G_DOWN;
 			report_group(sv);
 			report_event(sv, ESV_EVENT_DOWN);
@@ -94,7 +95,7 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 		if (running)
 			group_stop(sv, SIGTERM, STOP_EXIT);
 		else if (sv->state != G_STOPPING) {
-			if (sv->state == G_BACKOFF)
+			if (sv->state == G_BACKOFF || sv->state == G_JOINING)
 				sv->state = G_DOWN;
 			supervisor_exit(sv, sv->exit_code);
 		}

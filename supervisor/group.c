@@ -32,7 +32,8 @@
 static const char *const state_names[] = {
 	[G_DOWN] = "down", [G_RUNNING] = "running", [G_STOPPING] = "stopping",
 	[G_BACKOFF] = "backoff", [G_SUCCEEDED] = "succeeded",
-	[G_FAILED] = "failed",
+	[G_FAILED] = "failed", [G_JOINING] = "joining",
+	[G_BARRIER] = "finishing",
 };
 
 static void
@@ -51,7 +52,8 @@ supervisor_exit(struct supervisor *sv, int code)
 		group_report_step(sv, false);
 	report_group(sv);
 	report_event(sv, ESV_EVENT_EXIT);
-	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED || sv->state == G_FAILED);
+	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED ||
+	    sv->state == G_FAILED || sv->state == G_BARRIER);
 	/*
 	 * No worker is left: let go of the lock before the guardian sees EOF,
 	 * so that its search for lock holders finds nobody, not us.
@@ -277,15 +279,83 @@ fail_to_start(struct supervisor *sv, const char *why)
 	supervisor_exit(sv, 111);
 }
 
+/*
+ * A new attempt begins with a round of the rendezvous; the workers start
+ * when it completes (group_round_ready), at once for the static backend.
+ */
 void
 group_start(struct supervisor *sv)
+{
+	sv->have_round = false;
+	sv->state = G_JOINING;
+	sv->since = wall_now();
+	if (rdzv_join(&sv->rz) == -1)
+		fail_to_start(sv, "rendezvous failed");
+	/* Static rounds complete inside rdzv_join: nothing to show then. */
+	if (sv->state == G_JOINING)
+		report_group(sv);
+}
+
+static void group_launch(struct supervisor *sv);
+static void job_over(struct supervisor *sv, enum group_state st);
+
+void
+group_round_ready(struct supervisor *sv, const struct rdzv_round *r)
+{
+	if (sv->state != G_JOINING)
+		return;
+	sv->round = *r;
+	sv->have_round = true;
+	events_log(sv, "rdzv.round", json_pack("{si si si ss si}", "round",
+	    r->round, "group_rank", r->ranks.group_rank, "group_world_size",
+	    r->ranks.group_world_size, "master_addr", r->master_addr,
+	    "master_port", r->master_port));
+	group_launch(sv);
+}
+
+void
+group_rdzv_failed(struct supervisor *sv, const char *why)
+{
+	warn_msg("rendezvous failed: %s", why);
+	events_log(sv, "rdzv.failed", json_pack("{ss}", "reason", why));
+	if (sv->state == G_RUNNING) {
+		sv->want_exit = true;
+		group_stop(sv, SIGTERM, STOP_EXIT);
+		return;
+	}
+	sv->exit_code = 1;
+	set_state(sv, G_FAILED);
+	report_event(sv, ESV_EVENT_FINISHED);
+	supervisor_exit(sv, 1);
+}
+
+/* A node came or went: a new round, free of charge (torch's scale up/down). */
+void
+group_membership_changed(struct supervisor *sv)
+{
+	info_msg("rendezvous: membership changed: restarting the group");
+	events_log(sv, "rdzv.membership", NULL);
+	if (sv->state == G_RUNNING)
+		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
+}
+
+void
+group_barrier_done(struct supervisor *sv, bool released)
+{
+	if (sv->state != G_BARRIER)
+		return;
+	if (released)
+		info_msg("exit barrier passed: every node has finished");
+	job_over(sv, G_SUCCEEDED);
+}
+
+static void
+group_launch(struct supervisor *sv)
 {
 	struct attempt_info ai;
 	unsigned i, n = sv->cfg->nproc_per_node;
 	int r;
 
-	if (rdzv_join(&sv->rz) == -1 || !sv->have_round)
-		fail_to_start(sv, "rendezvous failed");
 	if (sv->workers == NULL) {
 		if ((sv->workers = calloc(n, sizeof(*sv->workers))) == NULL)
 			die(111, "unable to allocate %u workers", n);
@@ -453,9 +523,12 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 static void
 kill_adopted(struct supervisor *sv)
 {
+	struct rdzv_status rs;
 	char path[64], *text, *p, *end;
-	long pid;
+	long pid, host_pid;
 
+	rdzv_status(&sv->rz, &rs);
+	host_pid = rs.host_pid;
 	if (pathf(path, sizeof(path), "/proc/self/task/%d/children",
 	    getpid()) == -1 || (text = read_text(path, 1 << 20, NULL)) == NULL)
 		return;
@@ -463,7 +536,7 @@ kill_adopted(struct supervisor *sv)
 		pid = strtol(p, &end, 10);
 		if (end == p)
 			break;
-		if (pid > 1 && pid != sv->guardian_pid)
+		if (pid > 1 && pid != sv->guardian_pid && pid != host_pid)
 			kill((pid_t)pid, SIGKILL);
 	}
 	free(text);
@@ -496,6 +569,7 @@ finish_attempt(struct supervisor *sv)
 static void
 job_over(struct supervisor *sv, enum group_state st)
 {
+	timer_arm_ms(sv->timerw.fd, -1);
 	sv->exit_code = st == G_SUCCEEDED ? 0 : 1;
 	events_log(sv, st == G_SUCCEEDED ? "job.succeeded" : "job.failed",
 	    NULL);
@@ -545,8 +619,12 @@ after_stop(struct supervisor *sv)
 	}
 	if (why == STOP_MANUAL)
 		sv->manual_restarts++;
+	if (why == STOP_MEMBERSHIP)
+		sv->membership_restarts++;
 	if (sv->want != 'd')
 		group_start(sv);
+	else
+		rdzv_leave(&sv->rz);
 }
 
 static struct worker *
@@ -657,6 +735,8 @@ group_reap(struct supervisor *sv)
 			guardian_died(sv);
 			continue;
 		}
+		if (rdzv_child_exited(&sv->rz, pid, status))
+			continue;
 		if ((wk = find_worker(sv, pid)) == NULL)
 			continue;
 		worker_exited(sv, wk, status);
@@ -684,7 +764,10 @@ group_reap(struct supervisor *sv)
 	if (done) {
 		finish_attempt(sv);
 		info_msg("all %u workers succeeded", sv->nworkers);
-		job_over(sv, G_SUCCEEDED);
+		/* Leaving now would look like a scale-down to the others. */
+		sv->exit_code = 0;
+		set_state(sv, G_BARRIER);
+		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 	}
 }
 

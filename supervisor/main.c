@@ -105,7 +105,8 @@ on_signal(struct watch *w, uint32_t events)
 				group_signal(sv, (int)si.ssi_signo);
 			else
 				group_stop(sv, (int)si.ssi_signo, STOP_SIGNAL);
-		} else if (sv->state == G_SUCCEEDED || sv->state == G_FAILED)
+		} else if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
+		    sv->state == G_BARRIER)
 			supervisor_exit(sv, sv->exit_code);
 		else {
 			sv->state = G_DOWN;
@@ -151,26 +152,40 @@ setup_loop(struct supervisor *sv)
 static void
 rdzv_done(void *ctx, const struct rdzv_round *r)
 {
-	struct supervisor *sv = ctx;
-
-	sv->round = *r;
-	sv->have_round = true;
+	group_round_ready(ctx, r);
 }
 
 static void
 rdzv_failed(void *ctx, const char *why)
 {
-	struct supervisor *sv = ctx;
+	group_rdzv_failed(ctx, why);
+}
 
-	warn_msg("rendezvous failed: %s", why);
-	sv->have_round = false;
+static void
+rdzv_membership(void *ctx)
+{
+	group_membership_changed(ctx);
+}
+
+static void
+rdzv_barrier_done(void *ctx, bool released)
+{
+	group_barrier_done(ctx, released);
+}
+
+static void
+rdzv_status_changed(void *ctx)
+{
+	report_group(ctx);
 }
 
 static void
 setup_rendezvous(struct supervisor *sv)
 {
 	struct rdzv_callbacks cb = { .done = rdzv_done, .failed = rdzv_failed,
-	    .ctx = sv };
+	    .membership_changed = rdzv_membership,
+	    .barrier_done = rdzv_barrier_done,
+	    .status_changed = rdzv_status_changed, .ctx = sv };
 	char err[512];
 
 	if (rdzv_open(&sv->rz, sv->cfg, &sv->loop, &cb, err, sizeof(err)) == -1)

@@ -101,6 +101,7 @@ report_group(struct supervisor *sv)
 	const struct rank_assignment *r = &sv->round.ranks;
 	const struct job_config *cfg = sv->cfg;
 	struct kvbuf kb = { 0 };
+	struct rdzv_status rs;
 	const char *want;
 	unsigned i;
 
@@ -119,6 +120,16 @@ report_group(struct supervisor *sv)
 	kv_add(&kb, "run_id", cfg->run_id);
 	kv_add(&kb, "role", cfg->role);
 	kv_add(&kb, "rdzv_backend", cfg->rdzv_backend);
+	rdzv_status(&sv->rz, &rs);
+	kv_add(&kb, "rdzv_endpoint", rs.endpoint);
+	kv_addf(&kb, "rdzv_connected", "%d", rs.connected);
+	if (sv->have_round)
+		kv_addf(&kb, "rdzv_round", "%u", sv->round.round);
+	else
+		kv_add(&kb, "rdzv_round", "");
+	kv_addf(&kb, "rdzv_participants", "%u", rs.participants);
+	kv_addf(&kb, "nodes_waiting", "%u", rs.nodes_waiting);
+	kv_addf(&kb, "membership_restarts", "%u", sv->membership_restarts);
 	kv_addf(&kb, "group_rank", "%u", r->group_rank);
 	kv_addf(&kb, "group_world_size", "%u", r->group_world_size);
 	kv_addf(&kb, "local_world_size", "%u", r->local_world_size);
@@ -136,7 +147,8 @@ report_group(struct supervisor *sv)
 		kv_addf(&kb, "next_start", "%.3f", sv->next_start_wall / 1000.0);
 	else
 		kv_add(&kb, "next_start", "");
-	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED)
+	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
+	    sv->state == G_BARRIER)
 		kv_addf(&kb, "exit_code", "%d", sv->exit_code);
 	else
 		kv_add(&kb, "exit_code", "");

@@ -20,11 +20,11 @@ enum worker_state { W_STARTING, W_RUNNING, W_SUCCEEDED, W_FAILED, W_STOPPED };
 
 /* The group as supervise/state shows it (see ctldir.h). */
 enum group_state { G_DOWN, G_RUNNING, G_STOPPING, G_BACKOFF, G_SUCCEEDED,
-	G_FAILED };
+	G_FAILED, G_JOINING, G_BARRIER };
 
 /* Why the group is being stopped: decides what follows. */
 enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_MANUAL, STOP_DOWN,
-	STOP_SIGNAL, STOP_EXIT };
+	STOP_SIGNAL, STOP_EXIT, STOP_MEMBERSHIP };
 
 struct worker;
 
@@ -92,6 +92,7 @@ struct supervisor {
 	unsigned		 attempt;	/* group starts so far */
 	unsigned		 restart_count;	/* failure restarts, as torch */
 	unsigned		 manual_restarts;
+	unsigned		 membership_restarts;	/* scale up/down */
 	struct backoff		 backoff;
 
 	struct worker_failure	*failures;
@@ -118,6 +119,11 @@ void	group_reap(struct supervisor *sv);
 void	flush_exits(struct supervisor *sv);
 void	group_timer(struct supervisor *sv);
 void	group_report_step(struct supervisor *sv, bool yield);
+/* The rendezvous' callbacks (rdzv.h). */
+void	group_round_ready(struct supervisor *sv, const struct rdzv_round *r);
+void	group_rdzv_failed(struct supervisor *sv, const char *why);
+void	group_membership_changed(struct supervisor *sv);
+void	group_barrier_done(struct supervisor *sv, bool released);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
 const char *group_state_name(enum group_state st);
 

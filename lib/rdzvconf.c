@@ -1,0 +1,145 @@
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "confvalue.h"
+#include "rdzvconf.h"
+
+void
+rdzv_conf_defaults(struct rdzv_conf *rc)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->join_timeout_ms = 600000;
+	rc->last_call_ms = 30000;
+	rc->exit_barrier_ms = 300000;
+	rc->is_host = -1;
+}
+
+/* torch's keys that mean nothing to esv's backend: accepted, unused. */
+static const char *const ignored_keys[] = {
+	"timeout", "read_timeout", "close_timeout", "keep_alive_interval",
+	"keep_alive_max_attempt", "heartbeat", "store_type", "use_libuv",
+};
+
+static int
+set_duration(const char *key, const char *v, unsigned *out, char *why,
+    size_t whylen)
+{
+	long long ms = parse_duration_ms(v);
+
+	if (ms < 0 || ms > 365LL * 24 * 3600 * 1000) {
+		snprintf(why, whylen, "%s=%s: not a duration (seconds, or "
+		    "500ms, 2m...)", key, v);
+		return -1;
+	}
+	*out = (unsigned)ms;
+	return 0;
+}
+
+static int
+set_pair(struct rdzv_conf *rc, const char *key, const char *v, char *why,
+    size_t whylen)
+{
+	bool b;
+	size_t i;
+
+	if (strcmp(key, "token_file") == 0) {
+		if (*v == '\0' || strlcpy(rc->token_file, v,
+		    sizeof(rc->token_file)) >= sizeof(rc->token_file)) {
+			snprintf(why, whylen, "token_file: empty or too long");
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(key, "join_timeout") == 0)
+		return set_duration(key, v, &rc->join_timeout_ms, why, whylen);
+	if (strcmp(key, "last_call_timeout") == 0)
+		return set_duration(key, v, &rc->last_call_ms, why, whylen);
+	if (strcmp(key, "exit_barrier_timeout") == 0)
+		return set_duration(key, v, &rc->exit_barrier_ms, why, whylen);
+	if (strcmp(key, "is_host") == 0) {
+		if (strcmp(v, "auto") == 0) {
+			rc->is_host = -1;
+			return 0;
+		}
+		if (parse_bool(v, &b) == -1) {
+			snprintf(why, whylen, "is_host=%s: not true, false or "
+			    "auto", v);
+			return -1;
+		}
+		rc->is_host = b;
+		return 0;
+	}
+	for (i = 0; i < sizeof(ignored_keys) / sizeof(ignored_keys[0]); i++)
+		if (strcmp(key, ignored_keys[i]) == 0)
+			return 0;
+	snprintf(why, whylen, "%s: unknown key", key);
+	return -1;
+}
+
+int
+rdzv_conf_parse(const char *conf, struct rdzv_conf *rc, char *why,
+    size_t whylen)
+{
+	char *copy, *item, *save, *eq;
+	int r = 0;
+
+	if ((copy = strdup(conf)) == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	for (item = strtok_r(copy, ",", &save); item != NULL && r == 0;
+	    item = strtok_r(NULL, ",", &save)) {
+		item += strspn(item, " \t");
+		if (*item == '\0')
+			continue;
+		if ((eq = strchr(item, '=')) == NULL) {
+			snprintf(why, whylen, "%s: not key=value", item);
+			r = -1;
+			break;
+		}
+		*eq = '\0';
+		r = set_pair(rc, item, eq + 1, why, whylen);
+	}
+	free(copy);
+	return r;
+}
+
+int
+endpoint_parse(const char *ep, unsigned defport, char *host, size_t hostlen,
+    unsigned *port, char *why, size_t whylen)
+{
+	struct in6_addr a6;
+	const char *hs = ep, *he, *ps = NULL;
+
+	if (*ep == '[') {
+		hs = ep + 1;
+		if ((he = strchr(hs, ']')) == NULL) {
+			snprintf(why, whylen, "%s: missing ']'", ep);
+			return -1;
+		}
+		if (he[1] == ':')
+			ps = he + 2;
+		else if (he[1] != '\0') {
+			snprintf(why, whylen, "%s: junk after ']'", ep);
+			return -1;
+		}
+	} else if (inet_pton(AF_INET6, ep, &a6) == 1)
+		he = ep + strlen(ep);
+	else if ((he = strrchr(ep, ':')) != NULL)
+		ps = he + 1;
+	else
+		he = ep + strlen(ep);
+	if (he == hs || (size_t)(he - hs) >= hostlen) {
+		snprintf(why, whylen, "%s: no host, or host too long", ep);
+		return -1;
+	}
+	memcpy(host, hs, he - hs);
+	host[he - hs] = '\0';
+	*port = defport;
+	if (ps != NULL && parse_uint(ps, 1, 65535, port, why, whylen) == -1)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * torchrun's --rdzv-conf "k=v,k2=v2" and --rdzv-endpoint HOST[:PORT], as
+ * esv reads them (esv-job.ini(5) lists the keys).
+ */
+#ifndef ESV_RDZVCONF_H
+#define ESV_RDZVCONF_H
+
+#include <limits.h>
+#include <stddef.h>
+
+struct rdzv_conf {
+	char		token_file[PATH_MAX];
+	unsigned	join_timeout_ms;	/* whole join, default 600 s */
+	unsigned	last_call_ms;		/* after min nodes, default 30 s */
+	unsigned	exit_barrier_ms;	/* default 300 s; 0: none */
+	int		is_host;		/* -1 auto, 0 never, 1 always */
+};
+
+void	rdzv_conf_defaults(struct rdzv_conf *rc);
+/* Parse conf into rc; 0, or -1 with "key=value: why" in why. */
+int	rdzv_conf_parse(const char *conf, struct rdzv_conf *rc, char *why,
+	    size_t whylen);
+
+/*
+ * "host:port", "host", "[v6addr]:port", "[v6addr]" or a bare IPv6 address;
+ * port defaults to defport.  0, or -1 with why set.
+ */
+int	endpoint_parse(const char *ep, unsigned defport, char *host,
+	    size_t hostlen, unsigned *port, char *why, size_t whylen);
+
+#endif

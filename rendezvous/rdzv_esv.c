@@ -1,0 +1,706 @@
+/*
+ * The "esv" rendezvous backend: one TCP connection to esv-rdzv for the
+ * life of the job (protocol: esv-rdzv(8), lib/rdzvproto.h).  The server
+ * pushes what torch's agents poll for (a node waiting, a node lost), so a
+ * membership change reaches the supervisor in one round trip.
+ *
+ * The connection is the node's liveness: losing it must not touch the
+ * workers.  We reconnect with backoff and tell the server what we run, so
+ * a restarted server rebuilds the round from its nodes.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "ctldir.h"
+#include "msg.h"
+#include "rdzv.h"
+#include "rdzv_host.h"
+#include "rdzvproto.h"
+
+#define BACKOFF_MIN_MS	100
+#define BACKOFF_MAX_MS	2000
+#define OUT_MAX		4096
+
+enum conn_state { C_DOWN, C_CONNECTING, C_GREETING, C_UP };
+
+/* What the supervisor asked of the rendezvous last. */
+enum want { W_NOTHING, W_ROUND, W_RUNNING, W_BARRIER };
+
+struct esv {
+	struct rdzv		*rz;
+	const struct job_config	*cfg;
+	char			 token[RDZV_TOKEN_MAX + 1];
+	char			 token_path[PATH_MAX];
+	char			 node_id[RDZV_NAME_MAX + 1];
+	char			 host[256];
+	unsigned		 port;
+	char			 endpoint[300];
+	bool			 may_host;
+	pid_t			 host_pid;
+
+	enum conn_state		 conn;
+	struct watch		 w, tw;
+	char			 nonce[RDZV_NONCE_LEN + 1];
+	unsigned		 hb_ms;
+	char			 in[RDZV_LINE_MAX];
+	size_t			 inlen;
+	char			 out[OUT_MAX];
+	size_t			 outlen;
+	long long		 last_rx, last_tx, reconnect_at;
+	unsigned		 backoff_ms;
+	bool			 outage_logged;
+
+	enum want		 want;
+	long long		 join_deadline, barrier_deadline;
+	struct rdzv_round_msg	 cur;
+	char			 my_addr[RDZV_ADDR_MAX + 1];
+	unsigned		 my_port;
+	unsigned		 waiting, participants;
+};
+
+static void	conn_lost(struct esv *e, const char *why);
+static void	rearm(struct esv *e);
+
+static void
+watch_events(struct esv *e)
+{
+	uint32_t ev = EPOLLIN;
+
+	if (e->conn == C_CONNECTING || e->outlen > 0)
+		ev |= EPOLLOUT;
+	loop_mod(e->rz->loop, &e->w, ev);
+}
+
+static void
+flush_out(struct esv *e)
+{
+	ssize_t n;
+
+	while (e->outlen > 0) {
+		n = send(e->w.fd, e->out, e->outlen, MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			break;
+		if (n == -1) {
+			conn_lost(e, strerror(errno));
+			return;
+		}
+		memmove(e->out, e->out + n, e->outlen - n);
+		e->outlen -= n;
+	}
+	watch_events(e);
+}
+
+static void
+send_msg(struct esv *e, const struct rdzv_msg *m)
+{
+	char line[RDZV_LINE_MAX];
+	int n;
+
+	if (e->conn != C_UP)
+		return;
+	if ((n = rdzv_msg_format(line, sizeof(line), m)) == -1) {
+		warn_msg("rendezvous: unable to format a message");
+		return;
+	}
+	if (e->outlen + n > sizeof(e->out)) {
+		conn_lost(e, "server does not read");
+		return;
+	}
+	memcpy(e->out + e->outlen, line, n);
+	e->outlen += n;
+	e->last_tx = mono_ms();
+	flush_out(e);
+}
+
+/* MASTER_ADDR as the other nodes reach us: the address that reaches the
+ * server, unless local_addr says otherwise. */
+static void
+pick_master(struct esv *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	void *a;
+
+	if (e->cfg->local_addr[0] != '\0')
+		strlcpy(e->my_addr, e->cfg->local_addr, sizeof(e->my_addr));
+	else if (getsockname(e->w.fd, (struct sockaddr *)&ss, &sl) == 0) {
+		a = ss.ss_family == AF_INET6 ?
+		    (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+		    (void *)&((struct sockaddr_in *)&ss)->sin_addr;
+		inet_ntop(ss.ss_family, a, e->my_addr, sizeof(e->my_addr));
+	}
+	if (e->my_addr[0] == '\0')
+		strlcpy(e->my_addr, "127.0.0.1", sizeof(e->my_addr));
+	if ((e->my_port = rdzv_free_port(e->my_addr)) == 0) {
+		warn_msg("rendezvous: no free port on %s (local_addr)",
+		    e->my_addr);
+		e->my_port = e->cfg->master_port;
+	}
+}
+
+static void
+send_join(struct esv *e)
+{
+	const struct job_config *cfg = e->cfg;
+	struct rdzv_msg m = { .verb = RV_JOIN };
+	struct rdzv_join *j = &m.u.join;
+
+	j->version = RDZV_PROTO_VERSION;
+	strlcpy(j->run_id, cfg->run_id, sizeof(j->run_id));
+	strlcpy(j->node_id, e->node_id, sizeof(j->node_id));
+	rdzv_mac(e->token, e->nonce, j->run_id, j->node_id, j->mac);
+	j->nproc = cfg->nproc_per_node;
+	j->min_nodes = cfg->nnodes_min;
+	j->max_nodes = cfg->nnodes_max;
+	j->last_call_ms = cfg->rdzv.last_call_ms;
+	strlcpy(j->role, cfg->role, sizeof(j->role));
+	if (e->want == W_ROUND || e->my_port == 0)
+		pick_master(e);
+	strlcpy(j->addr, e->my_addr, sizeof(j->addr));
+	j->port = e->my_port;
+	j->state = e->want == W_RUNNING ? RS_RUNNING :
+	    e->want == W_BARRIER ? RS_DONE : RS_NEW;
+	j->round = e->cur.round;
+	j->group_rank = e->cur.group_rank;
+	j->group_world_size = e->cur.group_world_size;
+	send_msg(e, &m);
+}
+
+static void
+conn_close(struct esv *e)
+{
+	if (e->conn == C_DOWN)
+		return;
+	loop_del(e->rz->loop, &e->w);
+	close(e->w.fd);
+	e->w.fd = -1;
+	e->conn = C_DOWN;
+	e->inlen = e->outlen = 0;
+}
+
+/* Reconnect later, unless nothing is wanted of the server. */
+static void
+conn_lost(struct esv *e, const char *why)
+{
+	unsigned jitter;
+
+	conn_close(e);
+	if (!e->outage_logged)
+		warn_msg("rendezvous: connection to %s lost (%s): workers keep "
+		    "running, reconnecting", e->endpoint, why);
+	e->outage_logged = true;
+	if (e->backoff_ms == 0)
+		e->backoff_ms = BACKOFF_MIN_MS;
+	jitter = arc4random_uniform(e->backoff_ms / 4 + 1);
+	e->reconnect_at = mono_ms() + e->backoff_ms + jitter;
+	e->backoff_ms = e->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	    e->backoff_ms * 2;
+	e->rz->cb.status_changed(e->rz->cb.ctx);
+	rearm(e);
+}
+
+static void
+fail(struct esv *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+fail(struct esv *e, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	e->want = W_NOTHING;
+	conn_close(e);
+	rearm(e);
+	e->rz->cb.failed(e->rz->cb.ctx, why);
+}
+
+static void
+on_round(struct esv *e, const struct rdzv_round_msg *m)
+{
+	struct rdzv_round r;
+
+	if (e->want != W_ROUND)
+		return;
+	e->want = W_RUNNING;
+	e->cur = *m;
+	e->participants = e->waiting = 0;
+	memset(&r, 0, sizeof(r));
+	r.round = m->round;
+	r.ranks.group_rank = m->group_rank;
+	r.ranks.group_world_size = m->group_world_size;
+	r.ranks.local_world_size = e->cfg->nproc_per_node;
+	r.ranks.base_rank = m->base_rank;
+	r.ranks.world_size = m->world_size;
+	r.ranks.base_role_rank = m->base_role_rank;
+	r.ranks.role_world_size = m->role_world_size;
+	strlcpy(r.master_addr, m->master_addr, sizeof(r.master_addr));
+	r.master_port = m->master_port;
+	r.use_agent_store = false;
+	e->rz->rounds++;
+	rearm(e);
+	e->rz->cb.done(e->rz->cb.ctx, &r);
+}
+
+static void
+on_err(struct esv *e, const char *code, const char *text)
+{
+	/* Refusals that retrying cannot cure end the join. */
+	if (e->want == W_ROUND && strcmp(code, "limit") != 0) {
+		fail(e, "esv-rdzv at %s refused us: %s %s", e->endpoint, code,
+		    text);
+		return;
+	}
+	warn_msg("rendezvous: esv-rdzv at %s: %s %s", e->endpoint, code, text);
+	conn_lost(e, code);
+}
+
+static void
+on_line(struct esv *e, const char *line)
+{
+	struct rdzv_msg m;
+	char why[256];
+
+	e->last_rx = mono_ms();
+	if (rdzv_msg_parse(line, &m, why, sizeof(why)) == -1) {
+		warn_msg("rendezvous: %s: bad message: %s", e->endpoint, why);
+		conn_lost(e, "bad message");
+		return;
+	}
+	if (e->conn == C_GREETING) {
+		if (m.verb != RV_HELLO || m.u.hello.version !=
+		    RDZV_PROTO_VERSION) {
+			warn_msg("rendezvous: %s does not speak esv-rdzv "
+			    "protocol %d", e->endpoint, RDZV_PROTO_VERSION);
+			conn_lost(e, "wrong protocol");
+			return;
+		}
+		strlcpy(e->nonce, m.u.hello.nonce, sizeof(e->nonce));
+		e->hb_ms = m.u.hello.heartbeat_ms;
+		e->conn = C_UP;
+		e->backoff_ms = 0;
+		if (e->outage_logged)
+			info_msg("rendezvous: connected to %s again",
+			    e->endpoint);
+		e->outage_logged = false;
+		if (e->want != W_NOTHING)
+			send_join(e);
+		e->rz->cb.status_changed(e->rz->cb.ctx);
+		return;
+	}
+	switch (m.verb) {
+	case RV_JOINED:
+		e->participants = m.u.joined.participants;
+		e->waiting = m.u.joined.waiting;
+		e->rz->cb.status_changed(e->rz->cb.ctx);
+		break;
+	case RV_ROUND:
+		on_round(e, &m.u.round);
+		break;
+	case RV_RESTART:
+		if (e->want == W_RUNNING) {
+			e->want = W_NOTHING;
+			e->rz->cb.membership_changed(e->rz->cb.ctx);
+		} else if (e->want == W_ROUND)
+			send_join(e);
+		break;
+	case RV_WAITING:
+		e->waiting = m.u.n;
+		e->rz->cb.status_changed(e->rz->cb.ctx);
+		break;
+	case RV_RELEASE:
+		if (e->want != W_BARRIER)
+			break;
+		e->want = W_NOTHING;
+		rearm(e);
+		e->rz->cb.barrier_done(e->rz->cb.ctx, true);
+		break;
+	case RV_CLOSED:
+		if (e->want == W_ROUND)
+			fail(e, "job %s was closed while this node waited to "
+			    "join", e->cfg->run_id);
+		break;
+	case RV_ERR:
+		on_err(e, m.u.err.code, m.u.err.text);
+		break;
+	case RV_PING:
+		break;
+	default:
+		warn_msg("rendezvous: %s: unexpected message: %s", e->endpoint,
+		    line);
+		break;
+	}
+}
+
+static void
+read_lines(struct esv *e)
+{
+	char buf[4096], *nl;
+	size_t off, take;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(e->w.fd, buf, sizeof(buf), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			conn_lost(e, n == 0 ? "closed by the server" :
+			    strerror(errno));
+			return;
+		}
+		for (off = 0; off < (size_t)n && e->conn != C_DOWN; off += take) {
+			nl = memchr(buf + off, '\n', n - off);
+			take = nl != NULL ? (size_t)(nl - (buf + off)) + 1 :
+			    (size_t)n - off;
+			if (e->inlen + take > sizeof(e->in)) {
+				conn_lost(e, "line too long from the server");
+				return;
+			}
+			memcpy(e->in + e->inlen, buf + off, take);
+			e->inlen += take;
+			if (nl == NULL)
+				break;
+			e->in[e->inlen - 1] = '\0';
+			e->inlen = 0;
+			on_line(e, e->in);
+		}
+		if (e->conn == C_DOWN)
+			return;
+	}
+}
+
+static void
+on_socket(struct watch *w, uint32_t events)
+{
+	struct esv *e = w->ctx;
+	socklen_t sl = sizeof(int);
+	int err = 0;
+
+	if (e->conn == C_CONNECTING) {
+		if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &sl) == -1)
+			err = errno;
+		if (err != 0) {
+			conn_lost(e, strerror(err));
+			return;
+		}
+		e->conn = C_GREETING;
+		e->last_rx = mono_ms();
+		watch_events(e);
+		rearm(e);
+		return;
+	}
+	if (events & EPOLLIN)
+		read_lines(e);
+	else if (events & (EPOLLERR | EPOLLHUP)) {
+		conn_lost(e, "connection reset");
+		return;
+	}
+	if (e->conn != C_DOWN && (events & EPOLLOUT))
+		flush_out(e);
+}
+
+/* Our endpoint is local and free: host the server (torch's is_host). */
+static void
+maybe_host(struct esv *e)
+{
+	char err[256];
+	int r;
+
+	if (!e->may_host || e->host_pid != 0)
+		return;
+	r = rdzv_host_try(e->host, e->port, e->token_path, &e->host_pid, err,
+	    sizeof(err));
+	if (r == -1)
+		warn_msg("rendezvous: %s", err);
+	else if (r == 1)
+		info_msg("rendezvous: hosting esv-rdzv on %s (pid %d); this "
+		    "node is the job's single point of failure for joins",
+		    e->endpoint, (int)e->host_pid);
+}
+
+static void
+conn_start(struct esv *e)
+{
+	struct addrinfo hints, *res;
+	char serv[8];
+	int fd, r;
+
+	e->reconnect_at = 0;
+	maybe_host(e);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(serv, sizeof(serv), "%u", e->port);
+	if ((r = getaddrinfo(e->host, serv, &hints, &res)) != 0) {
+		conn_lost(e, gai_strerror(r));
+		return;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1) {
+		freeaddrinfo(res);
+		conn_lost(e, strerror(errno));
+		return;
+	}
+	r = connect(fd, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	if (r == -1 && errno != EINPROGRESS) {
+		r = errno;
+		close(fd);
+		conn_lost(e, strerror(r));
+		return;
+	}
+	e->w.fd = fd;
+	e->conn = C_CONNECTING;
+	if (loop_add(e->rz->loop, &e->w, EPOLLIN | EPOLLOUT) == -1) {
+		r = errno;
+		close(fd);
+		e->conn = C_DOWN;
+		conn_lost(e, strerror(r));
+		return;
+	}
+	e->last_rx = mono_ms();
+	rearm(e);
+}
+
+static long long
+earliest(long long a, long long b)
+{
+	if (a == 0)
+		return b;
+	if (b == 0)
+		return a;
+	return a < b ? a : b;
+}
+
+static void
+rearm(struct esv *e)
+{
+	long long at = 0, now = mono_ms();
+
+	if (e->conn == C_DOWN && e->want != W_NOTHING)
+		at = e->reconnect_at != 0 ? e->reconnect_at : now;
+	if (e->conn != C_DOWN && e->hb_ms > 0) {
+		at = earliest(at, e->last_rx + 3 * (long long)e->hb_ms);
+		if (e->conn == C_UP)
+			at = earliest(at, e->last_tx + e->hb_ms);
+	}
+	if (e->conn == C_CONNECTING || e->conn == C_GREETING)
+		at = earliest(at, e->last_rx + 3000);
+	if (e->want == W_ROUND)
+		at = earliest(at, e->join_deadline);
+	if (e->want == W_BARRIER)
+		at = earliest(at, e->barrier_deadline);
+	timer_arm_ms(e->tw.fd, at == 0 ? -1 : (at > now ? at - now : 0));
+}
+
+static void
+on_timer(struct watch *w, uint32_t events)
+{
+	struct esv *e = w->ctx;
+	long long now = mono_ms();
+	struct rdzv_msg ping = { .verb = RV_PING };
+
+	(void)events;
+	timer_ack(w->fd);
+	if (e->want == W_ROUND && now >= e->join_deadline) {
+		fail(e, "no round within join_timeout (%u s): %u node(s) had "
+		    "joined, %u needed", e->cfg->rdzv.join_timeout_ms / 1000,
+		    e->participants, e->cfg->nnodes_min);
+		return;
+	}
+	if (e->want == W_BARRIER && now >= e->barrier_deadline) {
+		warn_msg("rendezvous: exit barrier timed out after %u ms: "
+		    "other nodes are still running", e->cfg->rdzv.exit_barrier_ms);
+		e->want = W_NOTHING;
+		rearm(e);
+		e->rz->cb.barrier_done(e->rz->cb.ctx, false);
+		return;
+	}
+	if (e->conn == C_DOWN) {
+		if (e->want != W_NOTHING && now >= e->reconnect_at)
+			conn_start(e);
+		else
+			rearm(e);
+		return;
+	}
+	if (e->conn != C_UP && now >= e->last_rx + 3000) {
+		conn_lost(e, "no greeting from the server");
+		return;
+	}
+	if (e->hb_ms > 0 && now >= e->last_rx + 3 * (long long)e->hb_ms) {
+		conn_lost(e, "heartbeat lost");
+		return;
+	}
+	if (e->conn == C_UP && now >= e->last_tx + e->hb_ms)
+		send_msg(e, &ping);
+	rearm(e);
+}
+
+static int
+esv_open(struct rdzv *rz, char *err, size_t errlen)
+{
+	const struct job_config *cfg = rz->cfg;
+	struct esv *e;
+	char hn[256];
+
+	if (!rdzv_name_ok(cfg->run_id) || !rdzv_name_ok(cfg->role)) {
+		snprintf(err, errlen, "rdzv_id %s, role %s: names for esv-rdzv "
+		    "are 1-%d characters of A-Z a-z 0-9 . _ : @ + -",
+		    cfg->run_id, cfg->role, RDZV_NAME_MAX);
+		return -1;
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rz->priv = e;
+	e->rz = rz;
+	e->cfg = cfg;
+	e->w = (struct watch){ .fd = -1, .fn = on_socket, .ctx = e };
+	e->tw = (struct watch){ .fn = on_timer, .ctx = e };
+	if ((e->tw.fd = timer_open()) == -1 ||
+	    loop_add(rz->loop, &e->tw, EPOLLIN) == -1) {
+		snprintf(err, errlen, "unable to create a timer: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (gethostname(hn, sizeof(hn)) == -1 || !rdzv_name_ok(hn))
+		strlcpy(hn, "node", sizeof(hn));
+	hn[RDZV_NAME_MAX - 16] = '\0';
+	snprintf(e->node_id, sizeof(e->node_id), "%s_%d_0", hn, (int)getpid());
+	if (cfg->standalone) {
+		if (pathf(e->token_path, sizeof(e->token_path), "%s/%s",
+		    cfg->jobdir, ESV_RDZV_TOKEN) == -1 ||
+		    rdzv_host_private(e->token_path, &e->port, &e->host_pid,
+		    err, errlen) == -1)
+			return -1;
+		strlcpy(e->host, "127.0.0.1", sizeof(e->host));
+		e->may_host = true;
+	} else {
+		strlcpy(e->host, cfg->rdzv_host, sizeof(e->host));
+		e->port = cfg->rdzv_port;
+		strlcpy(e->token_path, cfg->rdzv.token_file,
+		    sizeof(e->token_path));
+		e->may_host = cfg->rdzv.is_host != 0;
+	}
+	if (rdzv_token_load(e->token_path, e->token, sizeof(e->token), err,
+	    errlen) == -1)
+		return -1;
+	snprintf(e->endpoint, sizeof(e->endpoint), strchr(e->host, ':') ?
+	    "[%s]:%u" : "%s:%u", e->host, e->port);
+	return 0;
+}
+
+static int
+esv_join(struct rdzv *rz)
+{
+	struct esv *e = rz->priv;
+
+	e->want = W_ROUND;
+	e->join_deadline = mono_ms() + e->cfg->rdzv.join_timeout_ms;
+	e->participants = e->waiting = 0;
+	if (e->conn == C_UP)
+		send_join(e);
+	else if (e->conn == C_DOWN && e->reconnect_at == 0)
+		conn_start(e);
+	rearm(e);
+	return 0;
+}
+
+static void
+esv_leave(struct rdzv *rz)
+{
+	struct esv *e = rz->priv;
+	struct rdzv_msg m = { .verb = RV_LEAVE };
+
+	if (e->want == W_NOTHING && e->conn == C_DOWN)
+		return;
+	send_msg(e, &m);
+	e->want = W_NOTHING;
+	conn_close(e);
+	e->reconnect_at = 0;
+	rearm(e);
+	rz->cb.status_changed(rz->cb.ctx);
+}
+
+static int
+esv_barrier(struct rdzv *rz, unsigned timeout_ms)
+{
+	struct esv *e = rz->priv;
+	struct rdzv_msg m = { .verb = RV_BARRIER };
+
+	e->want = W_BARRIER;
+	e->barrier_deadline = mono_ms() + timeout_ms;
+	m.u.n = e->cur.round;
+	send_msg(e, &m);
+	rearm(e);
+	return 0;
+}
+
+static void
+esv_status(struct rdzv *rz, struct rdzv_status *st)
+{
+	struct esv *e = rz->priv;
+
+	strlcpy(st->endpoint, e->endpoint, sizeof(st->endpoint));
+	st->connected = e->conn == C_UP;
+	st->nodes_waiting = e->waiting;
+	st->participants = e->participants;
+	st->host_pid = e->host_pid;
+}
+
+static void
+esv_child_exited(struct rdzv *rz, pid_t pid, int status)
+{
+	struct esv *e = rz->priv;
+
+	(void)pid;
+	warn_msg("rendezvous: hosted esv-rdzv (pid %d) exited (status 0x%x)",
+	    (int)e->host_pid, status);
+	e->host_pid = 0;
+}
+
+static void
+esv_close(struct rdzv *rz, bool job_over)
+{
+	struct esv *e = rz->priv;
+	struct rdzv_msg m = { .verb = RV_CLOSE };
+
+	if (e == NULL)
+		return;
+	if (job_over)
+		send_msg(e, &m);
+	conn_close(e);
+	/* A private server serves nobody else; a hosted one, the others. */
+	if (e->cfg->standalone && e->host_pid != 0)
+		kill(e->host_pid, SIGTERM);
+}
+
+const struct rdzv_backend rdzv_esv_backend = {
+	.name = "esv",
+	.open = esv_open,
+	.join = esv_join,
+	.leave = esv_leave,
+	.barrier = esv_barrier,
+	.status = esv_status,
+	.child_exited = esv_child_exited,
+	.close = esv_close,
+};

@@ -1,0 +1,161 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "rdzv_host.h"
+
+extern char **environ;
+
+/*
+ * A hosted server outlives a supervisor killed by SIGKILL only until its
+ * last client is gone: it must not linger as a stray daemon.
+ */
+#define HOST_IDLE_EXIT	"10"
+
+/* Beside our own executable (installed, or the build tree), else $PATH. */
+static void
+server_path(char *buf, size_t len)
+{
+	char self[PATH_MAX], *dir;
+	ssize_t n;
+	const char *env = getenv("ESV_RDZV");
+
+	if (env != NULL && *env != '\0') {
+		strlcpy(buf, env, len);
+		return;
+	}
+	strlcpy(buf, "esv-rdzv", len);
+	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
+		return;
+	self[n] = '\0';
+	dir = dirname(self);
+	if (pathf(buf, len, "%s/esv-rdzv", dir) == 0 && access(buf, X_OK) == 0)
+		return;
+	if (pathf(buf, len, "%s/../rendezvous/esv-rdzv", dir) == 0 &&
+	    access(buf, X_OK) == 0)
+		return;
+	strlcpy(buf, "esv-rdzv", len);
+}
+
+/* esv-rdzv on fd 3 = lfd, its stdout onto our stderr, in its own session. */
+static int
+spawn_server(int lfd, const char *tokenfile, pid_t *pid, char *err,
+    size_t errlen)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	char path[PATH_MAX];
+	char *argv[] = { path, "--listen-fd", "3", "--token-file",
+	    (char *)tokenfile, "--idle-exit", HOST_IDLE_EXIT, NULL };
+	sigset_t none;
+	int e;
+
+	server_path(path, sizeof(path));
+	sigemptyset(&none);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGMASK);
+	posix_spawn_file_actions_init(&fa);
+	e = posix_spawn_file_actions_adddup2(&fa, lfd, 3);
+	if (e == 0)
+		e = posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	if (e == 0)
+		e = posix_spawnp(pid, path, &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (e != 0) {
+		snprintf(err, errlen, "unable to start %s: %s", path,
+		    strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+listen_on(const struct sockaddr *sa, socklen_t len)
+{
+	int fd, one = 1, e;
+
+	if ((fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, sa, len) == -1 || listen(fd, SOMAXCONN) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int
+rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
+    char *err, size_t errlen)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	unsigned char rnd[32];
+	char token[2 * sizeof(rnd) + 2];
+	size_t i;
+	int fd, r;
+
+	arc4random_buf(rnd, sizeof(rnd));
+	for (i = 0; i < sizeof(rnd); i++)
+		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
+	strlcat(token, "\n", sizeof(token));
+	if (atomic_write(tokenpath, token, strlen(token), 0600) == -1) {
+		snprintf(err, errlen, "unable to write %s: %s", tokenpath,
+		    strerror(errno));
+		return -1;
+	}
+	if ((fd = listen_on((struct sockaddr *)&sin, sizeof(sin))) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl) == -1) {
+		snprintf(err, errlen, "unable to listen on 127.0.0.1: %s",
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	r = spawn_server(fd, tokenpath, pid, err, errlen);
+	close(fd);
+	return r;
+}
+
+int
+rdzv_host_try(const char *host, unsigned port, const char *tokenfile,
+    pid_t *pid, char *err, size_t errlen)
+{
+	struct addrinfo hints, *res, *ai;
+	char serv[8];
+	int fd = -1, r;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(serv, sizeof(serv), "%u", port);
+	if (getaddrinfo(host, serv, &hints, &res) != 0)
+		return 0;
+	/* Not an address of ours (EADDRNOTAVAIL), or taken: a client only. */
+	for (ai = res; ai != NULL && fd == -1; ai = ai->ai_next)
+		fd = listen_on(ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(res);
+	if (fd == -1)
+		return 0;
+	r = spawn_server(fd, tokenfile, pid, err, errlen);
+	close(fd);
+	return r == 0 ? 1 : -1;
+}

@@ -1,0 +1,29 @@
+/*
+ * esv-supervise hosting an esv-rdzv child: privately for --standalone, or
+ * for the whole job when the endpoint is an address of this host and
+ * nothing listens there yet (torch's is_host).  The listening socket is
+ * made here and handed down, so nobody can take the port in between.
+ */
+#ifndef ESV_RDZV_HOST_H
+#define ESV_RDZV_HOST_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * --standalone: write a fresh token to tokenpath (mode 0600), listen on
+ * 127.0.0.1 at a free port and start esv-rdzv there.  0 with *port and
+ * *pid set, or -1 with err set.
+ */
+int	rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
+	    char *err, size_t errlen);
+
+/*
+ * Listen on host:port if it is an address of this host that is free,
+ * and start esv-rdzv there.  1 hosting (*pid set), 0 not ours to host
+ * (not local, or already taken), -1 error (err set).
+ */
+int	rdzv_host_try(const char *host, unsigned port, const char *tokenfile,
+	    pid_t *pid, char *err, size_t errlen);
+
+#endif
