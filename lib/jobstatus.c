@@ -16,7 +16,7 @@
 /* Names and paths: a run id such as "42" must not turn into a number. */
 static const char *const string_keys[] = {
 	"state", "want", "run_id", "role", "rdzv_backend", "master_addr",
-	"attempt_dir", "error_file", "signal", "endpoint", NULL
+	"attempt_dir", "error_file", "signal", "rdzv_endpoint", NULL
 };
 static const char *const list_keys[] = { "pids", "pgids", NULL };
 
@@ -363,9 +363,21 @@ print_job_details(FILE *fp, const json_t *job, double now)
 		fprintf(fp, ", master %s", x);
 		print_field(fp, job, "master_port", ":");
 	}
-	print_field(fp, job, "round", ", round ");
-	print_field(fp, job, "nodes_waiting", ", nodes waiting ");
-	print_field(fp, job, "endpoint", ", rendezvous ");
+	if ((x = field(job, "rdzv_endpoint", b1, sizeof(b1))) != NULL) {
+		fprintf(fp, ", rendezvous %s", x);
+		v = json_object_get(job, "rdzv_connected");
+		if (json_is_integer(v) && json_integer_value(v) == 0)
+			fputs(" (disconnected)", fp);
+	}
+	print_field(fp, job, "rdzv_round", " round ");
+	if ((v = json_object_get(job, "nodes_waiting")) != NULL &&
+	    json_is_integer(v) && json_integer_value(v) != 0)
+		fprintf(fp, ", nodes waiting %lld",
+		    (long long)json_integer_value(v));
+	if ((v = json_object_get(job, "membership_restarts")) != NULL &&
+	    json_is_integer(v) && json_integer_value(v) != 0)
+		fprintf(fp, ", membership restarts %lld",
+		    (long long)json_integer_value(v));
 	if ((v = json_object_get(job, "next_start")) != NULL &&
 	    json_is_number(v)) {
 		secs = json_number_value(v) > now ?

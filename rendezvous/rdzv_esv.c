@@ -328,6 +328,8 @@ on_line(struct esv *e, const char *line)
 			break;
 		e->want = W_NOTHING;
 		rearm(e);
+		info_msg("rendezvous: exit barrier passed: every node has "
+		    "finished");
 		e->rz->cb.barrier_done(e->rz->cb.ctx, true);
 		break;
 	case RV_CLOSED:
@@ -584,8 +586,11 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 	}
 	if (gethostname(hn, sizeof(hn)) == -1 || !rdzv_name_ok(hn))
 		strlcpy(hn, "node", sizeof(hn));
+	/* torch's descriptor shape; the pid keeps two supervisors apart. */
 	hn[RDZV_NAME_MAX - 16] = '\0';
-	snprintf(e->node_id, sizeof(e->node_id), "%s_%d_0", hn, (int)getpid());
+	if ((size_t)snprintf(e->node_id, sizeof(e->node_id), "%.100s_%d_0", hn,
+	    (int)getpid()) >= sizeof(e->node_id))
+		strlcpy(e->node_id, "node", sizeof(e->node_id));
 	if (cfg->standalone) {
 		if (pathf(e->token_path, sizeof(e->token_path), "%s/%s",
 		    cfg->jobdir, ESV_RDZV_TOKEN) == -1 ||

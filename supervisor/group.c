@@ -344,8 +344,8 @@ group_barrier_done(struct supervisor *sv, bool released)
 {
 	if (sv->state != G_BARRIER)
 		return;
-	if (released)
-		info_msg("exit barrier passed: every node has finished");
+	events_log(sv, "rdzv.barrier", json_pack("{sb}", "released",
+	    released));
 	job_over(sv, G_SUCCEEDED);
 }
 

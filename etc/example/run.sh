@@ -1,48 +1,55 @@
 #!/usr/bin/env bash
-# The example job, end to end: 2 nodes x 2 workers on loopback with static
-# ranks.  Two esv-supervise processes stand for the two nodes; the worker of
-# global rank 3 (node 1) fails once, so node 1 restarts its group.  Prints
-# the job's status and both supervisors' exit codes; exits 0 if both
+# The example job, end to end: an elastic job on loopback.  esv-rdzv runs
+# the rendezvous; two esv-supervise processes (nodes 2:3, 2 workers each)
+# form the first round; the worker of global rank 3 fails once, so every
+# node restarts its group; then a third node arrives and the job scales up
+# to 6 workers.  Every node waits for the others at the end (exit barrier).
+# Prints the job's status and the supervisors' exit codes; exits 0 if all
 # succeeded.  Installs what is missing and builds first (tools/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 bash tools/setup.sh build
 bin=build/supervisor
-
-# A port nothing listens on; the static rendezvous needs one that every node
-# agrees on, so it is chosen here rather than by each supervisor.
-free_port() {
-	local p n=0
-	while [ $((n += 1)) -le 50 ]; do
-		p=$((20000 + RANDOM % 40000))
-		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-	done
-	echo "run.sh: no free port found" >&2
-	exit 111
-}
-port=$(free_port)
+rdzv=build/rendezvous/esv-rdzv
 
 top=$(mktemp -d "${TMPDIR:-/tmp}/esv-example.XXXXXX")
 echo "run.sh: job directories under $top"
-for n in 0 1; do
-	mkdir "$top/node$n"
-	cp etc/example/job.ini "$top/node$n/job.ini"
-done
+# The rendezvous' shared secret: only its owner may read it.
+(umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$top/token")
 
 pids=()
 # A script's background commands, and so the workers, start with SIGINT
 # ignored: pass a Ctrl-C on as SIGTERM, which the supervisors forward.
-trap 'kill -TERM "${pids[@]}" 2>/dev/null || :' INT TERM
+trap 'kill -TERM "${pids[@]}" "${rdzv_pid:-}" 2>/dev/null || :' INT TERM
 
-for n in 0 1; do
-	cmd=("$bin/esv-supervise" --nnodes 2 --node-rank "$n"
-	    --nproc-per-node 2 --master-port "$port" --max-restarts 1
+"$rdzv" --listen 127.0.0.1:0 --token-file "$top/token" >"$top/rdzv.out" &
+rdzv_pid=$!
+for _ in $(seq 100); do
+	grep -q '^listening ' "$top/rdzv.out" 2>/dev/null && break
+	sleep 0.1
+done
+endpoint=$(sed -n 's/^listening //p' "$top/rdzv.out" | head -1)
+[ -n "$endpoint" ] || { echo "run.sh: esv-rdzv did not start" >&2; exit 111; }
+echo "run.sh: esv-rdzv (pid $rdzv_pid) listens on $endpoint"
+
+start_node() {
+	local n=$1
+	mkdir "$top/node$n"
+	cp etc/example/job.ini "$top/node$n/job.ini"
+	cmd=("$bin/esv-supervise" --rdzv-backend esv --rdzv-endpoint "$endpoint"
+	    --rdzv-id example --nnodes 2:3 --nproc-per-node 2 --max-restarts 1
+	    --rdzv-conf "token_file=$top/token,last_call_timeout=1s"
 	    --no-python -t 3 "$top/node$n" -- "$PWD/etc/example/worker.sh")
 	echo "run.sh: ${cmd[*]}"
 	"${cmd[@]}" &
 	pids+=($!)
-done
+}
+start_node 0
+start_node 1
+sleep 4
+echo "run.sh: a third node joins"
+start_node 2
 
 rc=()
 for p in "${pids[@]}"; do
@@ -53,10 +60,12 @@ for p in "${pids[@]}"; do
 	done
 	rc+=("$s")
 done
+kill -TERM "$rdzv_pid" 2>/dev/null || :
+wait "$rdzv_pid" 2>/dev/null || :
 trap - INT TERM
 
 echo "run.sh: status"
-"$bin/esv-ctl" status "$top/node0" "$top/node1" || :
-echo "run.sh: node 0 exited ${rc[0]}, node 1 exited ${rc[1]}"
-echo "run.sh: logs in $top/node0/logs and $top/node1/logs"
-[ "${rc[0]}" = 0 ] && [ "${rc[1]}" = 0 ]
+"$bin/esv-ctl" status "$top/node0" "$top/node1" "$top/node2" || :
+echo "run.sh: nodes exited ${rc[*]}"
+echo "run.sh: logs in $top/node*/logs"
+[ "${rc[*]}" = "0 0 0" ]

@@ -57,7 +57,8 @@ put_job(void)
 	    "max_restarts=3\nmanual_restarts=0\nrun_id=007\n"
 	    "group_rank=0\ngroup_world_size=2\nworld_size=4\n"
 	    "master_addr=127.0.0.1\nmaster_port=29500\n"
-	    "pids=12 13\npgids=\nnext_start=\nexit_code=\nround=3\n"
+	    "pids=12 13\npgids=\nnext_start=\nexit_code=\nrdzv_round=3\n"
+	    "rdzv_endpoint=10.0.0.1:29400\nrdzv_connected=0\nnodes_waiting=1\n"
 	    "Bad Key=x\nnoequals\n");
 	put("workers/10/state", "state=failed\nrank=10\nexit_code=3\n"
 	    "signal=\nexited=1010.25\n");
@@ -93,7 +94,7 @@ test_types(void **state)
 	assert_true(json_real_value(json_object_get(job, "since")) == 1000.5);
 	assert_true(json_is_null(json_object_get(job, "exit_code")));
 	assert_true(json_is_null(json_object_get(job, "next_start")));
-	assert_int_equal(json_integer_value(json_object_get(job, "round")), 3);
+	assert_int_equal(json_integer_value(json_object_get(job, "rdzv_round")), 3);
 	assert_int_equal(json_array_size(json_object_get(job, "pids")), 2);
 	assert_int_equal(json_integer_value(json_array_get(
 	    json_object_get(job, "pids"), 1)), 13);
@@ -149,7 +150,8 @@ test_human(void **state)
 	text = print(st, 0);
 	snprintf(want, sizeof(want), "%s: not running, last state: running "
 	    "12s, attempt 2, restarts 1/3, node 0/2, world 4, "
-	    "master 127.0.0.1:29500, round 3, want up\n", jobdir);
+	    "master 127.0.0.1:29500, rendezvous 10.0.0.1:29400 (disconnected) "
+	    "round 3, nodes waiting 1, want up\n", jobdir);
 	assert_string_equal(text, want);
 	free(text);
 	json_decref(st);
@@ -161,7 +163,8 @@ test_human(void **state)
 	text = print(st, 1);
 	snprintf(want, sizeof(want), "%s: running (pid 1234) 12s, attempt 2, "
 	    "restarts 1/3, node 0/2, world 4, master 127.0.0.1:29500, "
-	    "round 3, want up\n"
+	    "rendezvous 10.0.0.1:29400 (disconnected) round 3, nodes waiting 1, "
+	    "want up\n"
 	    "  worker 2: running, rank 2, pid 12, 7s\n"
 	    "  worker 10: failed, rank 10, exit 3\n", jobdir);
 	assert_string_equal(text, want);

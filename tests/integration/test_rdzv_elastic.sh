@@ -1,0 +1,56 @@
+#!/bin/bash
+# Elastic membership through esv-rdzv: nodes 2:3 on loopback form a round,
+# a third node scales the job up, a kill -9 scales it down; restarts caused
+# by membership cost nothing (TORCHELASTIC_RESTART_COUNT stays 0).
+. "$(dirname "$0")/lib.sh"
+esv_setup 170
+. "$ESV_TEST_DIR/rdzv.sh"
+
+start_rdzv
+node a
+node b
+wait_recs a 'world=2 ' 1 || fail "a: no round of 2: $(cat "$T/a.err")"
+wait_recs b 'world=2 ' 1 || fail "b: no round of 2: $(cat "$T/b.err")"
+ra=$(last_rec a) rb=$(last_rec b)
+assert_eq "$(field "$ra" group_world)" 2 "a: GROUP_WORLD_SIZE"
+assert_eq "$(( $(field "$ra" group_rank) + $(field "$rb" group_rank) ))" 1 \
+    "group ranks of a and b"
+assert_eq "$(field "$ra" master)" "$(field "$rb" master)" "MASTER_ADDR:PORT"
+assert_eq "$(field "$ra" master | cut -d: -f1)" 127.0.0.1 "MASTER_ADDR"
+assert_eq "$(field "$ra" agent_store)" False "TORCHELASTIC_USE_AGENT_STORE"
+assert_eq "$(kv "$T/a/supervise/state" rdzv_endpoint)" "$EP" "rdzv_endpoint"
+assert_eq "$(kv "$T/a/supervise/state" rdzv_round)" 0 "round"
+ctl status "$T/a" >"$T/status" || fail "esv-ctl status"
+assert_grep "$T/status" 'round'
+
+note "scale up: a third node"
+node c
+for n in a b c; do
+	wait_recs $n 'world=3 ' 1 || fail "$n: no round of 3: $(cat "$T/$n.err")"
+done
+for n in a b c; do
+	assert_eq "$(field "$(last_rec $n)" restart)" 0 "$n: restart count"
+done
+assert_eq "$(kv "$T/a/supervise/state" membership_restarts)" 1 \
+    "a: membership restarts"
+assert_eq "$(kv "$T/a/supervise/state" rdzv_round)" 1 "round after scale up"
+ranks=$(for n in a b c; do field "$(last_rec $n)" rank; done | sort | tr '\n' ' ')
+assert_eq "$ranks" "0 1 2 " "ranks of the three nodes"
+
+note "scale down: kill -9 of c's supervisor"
+t0=$(date +%s%3N)
+kill -KILL "$NODE_PID_c"
+for n in a b; do
+	wait_recs -t 15 $n 'world=2 ' 2 ||
+	    fail "$n: no new round of 2 after c died: $(cat "$T/$n.err")"
+done
+t1=$(grep -h '"rdzv.membership"' "$T/a/events.jsonl" | tail -1 |
+    "$PY" -c 'import json,sys; print(int(json.load(sys.stdin)["time"]*1000))')
+note "node loss noticed by a after $((t1 - t0)) ms"
+[ $((t1 - t0)) -le 2000 ] || fail "node loss noticed after $((t1 - t0)) ms"
+for n in a b; do
+	assert_eq "$(field "$(last_rec $n)" restart)" 0 "$n: restart count"
+done
+assert_grep "$RDZV_ERR" 'job job1'
+kill -0 "$NODE_PID_a" && kill -0 "$NODE_PID_b" || fail "a survivor died"
+exit 0

@@ -1,0 +1,55 @@
+#!/bin/bash
+# When a round completes: at once at max nodes; after the last call once
+# min nodes are in; never, past the join timeout, with fewer than min.
+# Nodes with different nproc get contiguous ranks (reference §3).
+. "$(dirname "$0")/lib.sh"
+esv_setup 120
+. "$ESV_TEST_DIR/rdzv.sh"
+
+start_rdzv
+ms() { date +%s%3N; }
+
+note "max nodes: complete at once despite a 30 s last call"
+t0=$(ms)
+RZ_JOB=max RZ_CONF="token_file=$T/token,last_call_timeout=30s" node a \
+    --nproc-per-node 1
+RZ_JOB=max RZ_CONF="token_file=$T/token,last_call_timeout=30s" node b \
+    --nproc-per-node 3
+wait_recs -t 10 a 'world=4 ' 1 || fail "max: no round: $(cat "$T/a.err")"
+wait_recs -t 10 b 'world=4 ' 3 || fail "max: b: $(cat "$T/b.err")"
+[ $(($(ms) - t0)) -lt 10000 ] || fail "round at max took $(($(ms) - t0)) ms"
+ranks=$(cat "$T/rec.a" "$T/rec.b" | while read -r l; do field "$l" rank; done |
+    sort | tr '\n' ' ')
+assert_eq "$ranks" "0 1 2 3 " "ranks over nproc 1 + 3"
+for l in $(cat "$T/rec.b" | tr ' ' '_'); do
+	assert_eq "$(field "${l//_/ }" local_world)" 3 "b: LOCAL_WORLD_SIZE"
+done
+a_rank=$(field "$(last_rec a)" rank)
+a_grank=$(field "$(last_rec a)" group_rank)
+# Group rank 0 holds ranks 0..lws-1 (a: one rank, b: three).
+if [ "$a_grank" = 0 ]; then assert_eq "$a_rank" 0 "a's rank"
+else assert_eq "$a_rank" 3 "a's rank"; fi
+touch "$T/stop"
+
+note "last call: min 1 max 3, one node waits the last call out"
+t0=$(ms)
+RZ_JOB=lastcall RZ_NNODES=1:3 \
+    RZ_CONF="token_file=$T/token,last_call_timeout=1500ms" node c
+wait_recs -t 10 c 'world=1 ' 1 || fail "last call: no round: $(cat "$T/c.err")"
+dt=$(($(ms) - t0))
+note "a round of 1 after ${dt} ms (last call 1500 ms)"
+[ "$dt" -ge 1400 ] || fail "round completed after $dt ms, before the last call"
+[ "$dt" -lt 6000 ] || fail "round completed only after $dt ms"
+
+note "join timeout: min 2, one node, 2 s"
+t0=$(ms)
+RZ_JOB=lonely RZ_CONF="token_file=$T/token,join_timeout=2s" node d
+wait_sup -t 20 "$NODE_PID_d"
+rc=$?
+dt=$(($(ms) - t0))
+assert_eq "$rc" 1 "exit status after the join timeout"
+[ "$dt" -ge 1900 ] && [ "$dt" -lt 8000 ] || fail "gave up after $dt ms"
+assert_grep "$T/d.err" 'join_timeout'
+assert_eq "$(recs d .)" 0 "workers started without a round"
+assert_eq "$(kv "$T/d/supervise/state" state)" failed "d's state"
+exit 0
