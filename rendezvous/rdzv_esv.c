@@ -294,6 +294,13 @@ on_line(struct esv *e, const char *line)
 		e->hb_ms = m.u.hello.heartbeat_ms;
 		e->conn = C_UP;
 		e->backoff_ms = 0;
+		/*
+		 * Someone else serves the endpoint: if that server goes, its
+		 * operator will want the port back, not find us on it.
+		 */
+		if (e->host_pid == 0 && e->cfg->rdzv.is_host != 1 &&
+		    !e->cfg->standalone)
+			e->may_host = false;
 		if (e->outage_logged)
 			info_msg("rendezvous: connected to %s again",
 			    e->endpoint);
@@ -416,6 +423,9 @@ on_socket(struct watch *w, uint32_t events)
 	}
 	if (e->conn != C_DOWN && (events & EPOLLOUT))
 		flush_out(e);
+	/* What was read may have moved every deadline (greeting, pings). */
+	if (e->conn != C_DOWN)
+		rearm(e);
 }
 
 /* Our endpoint is local and free: host the server (torch's is_host). */

@@ -57,7 +57,9 @@ node()
 
 recs()
 {
-	count_lines "$T/rec.$1" "$2"
+	local n
+	n=$(count_lines "$T/rec.$1" "$2")
+	echo "${n:-0}"
 }
 
 wait_recs()

@@ -11,7 +11,7 @@ note "barrier released when the last node finishes"
 RZ_JOB=held RZ_RUN=1 node a
 RZ_JOB=held RZ_RUN=4 node b
 wait_recs a . 1 || fail "a did not start: $(cat "$T/a.err")"
-wait_for -t 10 [ "$(kv "$T/a/supervise/state" state)" = finishing ] ||
+wait_for -t 10 eval '[ "$(kv "$T/a/supervise/state" state)" = finishing ]' ||
     fail "a's state: $(kv "$T/a/supervise/state" state), wanted finishing"
 sleep 1
 esv_alive "$NODE_PID_a" || fail "a left before b finished"

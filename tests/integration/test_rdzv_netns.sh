@@ -45,7 +45,7 @@ wait_for -t 10 grep -q 'hosting esv-rdzv' "$T/a.err" ||
     fail "a does not host esv-rdzv: $(cat "$T/a.err")"
 netnode "$NSB" b
 pid_b=$SUP_PID
-wait_for -t 30 [ "$(count_lines "$T/rec" 'world=2 ')" -ge 2 ] ||
+wait_for -t 30 eval '[ "$(count_lines "$T/rec" "world=2 ")" -ge 2 ]' ||
     fail "no round of 2: a: $(cat "$T/a.err") b: $(cat "$T/b.err")"
 master=$(grep 'world=2 ' "$T/rec" | head -1 | sed 's/.*master=\([^ ]*\).*/\1/')
 case $master in
@@ -67,7 +67,7 @@ t1=$(grep -h '"rdzv.membership"' "$T/a/events.jsonl" | head -1 |
     "$PY" -c 'import json,sys; print(int(json.load(sys.stdin)["time"]*1000))')
 note "b's loss noticed by a after $((t1 - t0)) ms"
 [ $((t1 - t0)) -le 2000 ] || fail "b's loss noticed after $((t1 - t0)) ms"
-wait_for -t 20 [ "$(count_lines "$T/rec" 'node=a rank=0 world=1 ')" -ge 1 ] ||
+wait_for -t 20 eval '[ "$(count_lines "$T/rec" "node=a rank=0 world=1 ")" -ge 1 ]' ||
     fail "a did not go on alone: $(cat "$T/a.err")"
 esv_alive "$pid_b" || fail "b's supervisor died with its link"
 exit 0

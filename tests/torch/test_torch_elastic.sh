@@ -25,17 +25,17 @@ tnode()
 	    "$TORCH_DIR/elastic_worker.py"
 	eval "pid_$name=\$SUP_PID"
 }
-good() { count_lines "$T/rec" "world=$1 .* ok=1 "; }
+good() { local n; n=$(count_lines "$T/rec" "world=$1 .* ok=1 "); echo "${n:-0}"; }
 
 tnode a
 tnode b
-wait_for -t 60 [ "$(good 4)" -ge 4 ] ||
+wait_for -t 60 eval '[ "$(good 4)" -ge 4 ]' ||
     fail "no round of 4 ranks: $(cat "$T/rec" "$T/a.err" "$T/b.err" 2>&1)"
 assert_eq "$(count_lines "$T/rec" 'ok=0')" 0 "bad sums"
 note "2 nodes x 2 workers: sum 10 on every rank"
 
 tnode c
-wait_for -t 90 [ "$(good 6)" -ge 6 ] ||
+wait_for -t 90 eval '[ "$(good 6)" -ge 6 ]' ||
     fail "no round of 6 ranks: $(cat "$T/rec" "$T/c.err" 2>&1)"
 assert_eq "$(count_lines "$T/rec" 'ok=0')" 0 "bad sums"
 ranks=$(grep 'world=6 ' "$T/rec" | sed 's/.* rank=\([0-9]*\) .*/\1/' | sort -n |
@@ -45,7 +45,7 @@ note "third node joined: sum 21 on 6 ranks"
 
 before=$(good 4)
 kill -KILL "$pid_c"
-wait_for -t 90 [ "$(good 4)" -ge $((before + 4)) ] ||
+wait_for -t 90 eval '[ "$(good 4)" -ge $((before + 4)) ]' ||
     fail "no new round of 4 after the kill: $(cat "$T/rec" "$T/a.err" "$T/b.err" 2>&1)"
 note "third node killed: sum 10 on 4 ranks again"
 

@@ -437,7 +437,7 @@ test_env_between_ini_and_cli(void **state)
 	    "PET_NO_PYTHON=1", "PET_MASTER_ADDR=10.0.0.1",
 	    "PET_MASTER_PORT=4000", "PET_RDZV_ID=r1", "PET_LOG_DIR=/tmp/l",
 	    "PET_REDIRECTS=1", "PET_TEE=2", "PET_MONITOR_INTERVAL=5",
-	    "PET_RDZV_ENDPOINT=h:1", "PET_RDZV_CONF=a=b",
+	    "PET_RDZV_ENDPOINT=h:1", "PET_RDZV_CONF=timeout=5",
 	    "PET_LOCAL_RANKS_FILTER=1", "PET_NPROC_PER_NODE=6",
 	    "PET_MAX_RESTARTSX=9", "XPET_ROLE=no", NULL };
 	char *bad[] = { "PET_MAX_RESTARTS=x", NULL };
@@ -459,7 +459,7 @@ test_env_between_ini_and_cli(void **state)
 	assert_string_equal(cfg->tee, "2");
 	assert_true(cfg->monitor_interval == 5.0);
 	assert_string_equal(cfg->rdzv_endpoint, "h:1");
-	assert_string_equal(cfg->rdzv_conf, "a=b");
+	assert_string_equal(cfg->rdzv_conf, "timeout=5");
 	assert_string_equal(cfg->local_ranks_filter, "1");
 	assert_int_equal(cfg->nproc_per_node, 6);
 
@@ -514,7 +514,7 @@ test_both_spellings(void **state)
 
 	assert_int_equal(load(f, "--nproc_per_node=2", "--node_rank", "1",
 	    "--nnodes=2", "--master_addr", "h", "--master_port=1",
-	    "--max_restarts", "3", "--rdzv_id=x", "--rdzv_conf", "c",
+	    "--max_restarts", "3", "--rdzv_id=x", "--rdzv_conf", "read_timeout=9",
 	    "--rdzv_endpoint=e", "--rdzv_backend", "static", "--log_dir=/l",
 	    "--local_ranks_filter", "0", "--no_python", "--monitor_interval",
 	    "1", "--shutdown_timeout=1s", "--signals_to_handle=HUP",
@@ -528,7 +528,7 @@ test_both_spellings(void **state)
 	assert_int_equal(cfg->master_port, 1);
 	assert_int_equal(cfg->max_restarts, 3);
 	assert_string_equal(cfg->run_id, "x");
-	assert_string_equal(cfg->rdzv_conf, "c");
+	assert_string_equal(cfg->rdzv_conf, "read_timeout=9");
 	assert_string_equal(cfg->rdzv_endpoint, "e");
 	assert_string_equal(cfg->log_dir, "/l");
 	assert_string_equal(cfg->local_ranks_filter, "0");
@@ -553,6 +553,7 @@ test_both_spellings(void **state)
 	assert_string_equal(cfg->run_id, "y");
 	assert_string_equal(cfg->log_dir, "/m");
 	assert_true(cfg->standalone);
+	assert_string_equal(cfg->rdzv_backend, "esv");
 	assert_true(cfg->module);
 	assert_string_equal(cfg->redirects, "1");
 	assert_string_equal(cfg->tee, "2");
@@ -650,7 +651,21 @@ test_contradictions(void **state)
 	    "--node-rank 1: must be below --nnodes 1");
 	assert_fails(f, load(f, "--nnodes", "1:2", "DIR", "t.py"),
 	    "--nnodes 1:2: the static rendezvous needs a fixed number of "
-	    "nodes");
+	    "nodes (use --rdzv-backend esv)");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "DIR", "t.py"),
+	    "rdzv_backend: etcd: not available in this version (static, esv "
+	    "or c10d)");
+	assert_fails(f, load(f, "--rdzv-backend", "esv", "--nnodes", "1:2",
+	    "DIR", "t.py"), "rdzv_endpoint: required by the esv backend "
+	    "(HOST:PORT of esv-rdzv)");
+	assert_fails(f, load(f, "--rdzv-backend", "c10d", "--rdzv-endpoint",
+	    "h:5", "DIR", "t.py"), "rdzv_conf: token_file: required by the "
+	    "esv backend (a file of 16 or more random characters, mode 0600)");
+	assert_fails(f, load(f, "--rdzv-backend", "esv", "--rdzv-endpoint",
+	    "h:0", "DIR", "t.py"), "rdzv_endpoint: out of range 1..65535: 0");
+	assert_fails(f, load(f, "--rdzv-conf", "join_timeout=x", "DIR",
+	    "t.py"), "rdzv_conf: join_timeout=x: not a duration (seconds, or "
+	    "500ms, 2m...)");
 	assert_fails(f, load(f, "--standalone", "--nnodes", "2", "DIR",
 	    "t.py"), "--standalone: runs one node, but --nnodes is 2:2");
 	assert_fails(f, load(f, "--restart-delay", "5s",
@@ -663,14 +678,18 @@ test_contradictions(void **state)
 	    "0,2: 0,,2");
 	assert_fails(f, load(f, "--local-ranks-filter", "a", "DIR", "t.py"),
 	    "--local-ranks-filter: not a list of local ranks like 0,2: a");
-	/* The backend options are parsed, but only static is there. */
-	assert_fails(f, load(f, "--rdzv-backend", "c10d", "--rdzv-endpoint",
-	    "h:29400", "--nnodes", "1:4", "DIR", "t.py"),
-	    "rdzv_backend: c10d: not available in this version");
+	/* c10d means esv-rdzv; elastic node counts are fine there. */
+	assert_int_equal(load(f, "--rdzv-backend", "c10d", "--rdzv-endpoint",
+	    "[::1]", "--nnodes", "1:4", "--rdzv-conf", "token_file=/t",
+	    "DIR", "t.py"), 0);
+	assert_string_equal(f->cfg.rdzv_backend, "esv");
+	assert_string_equal(f->cfg.rdzv_host, "::1");
+	assert_int_equal(f->cfg.rdzv_port, 29400);
+	assert_string_equal(f->cfg.rdzv.token_file, "/t");
 	/* --standalone brings its own rendezvous. */
 	assert_int_equal(load(f, "--standalone", "--rdzv-backend", "c10d",
 	    "--rdzv-endpoint", "h:1", "DIR", "t.py"), 0);
-	assert_string_equal(f->cfg.rdzv_backend, "static");
+	assert_string_equal(f->cfg.rdzv_backend, "esv");
 	assert_string_equal(f->cfg.rdzv_endpoint, "");
 	assert_int_equal(load(f, "--restart-delay", "5s",
 	    "--restart-delay-max", "5s", "DIR", "t.py"), 0);

@@ -1,0 +1,573 @@
+/*
+ * rdzv_bench --endpoint HOST:PORT --token-file F --nodes K --run-id ID
+ *            [--nproc N] [--timeout S]
+ *
+ * A light load generator for esv-rdzv: K client processes, one per node,
+ * each on its own TCP connection, join one round of run ID with
+ * min = max = K and last call 0, so the round completes at the K-th join.
+ *
+ * Every child connects and reads the greeting first, then all of them wait
+ * on one pipe; the parent closes it to release the K joins at once, so the
+ * server sees a burst, the hard case.  Each child stamps CLOCK_MONOTONIC
+ * just before it writes its JOIN and just after the read that completed
+ * its ROUND line, and sends both stamps and its ranks to the parent in one
+ * record over a shared pipe (one write below PIPE_BUF: atomic).  The
+ * children stay connected, answering PINGs, until the parent has every
+ * record, so no node leaves while the server is still sending rounds.
+ *
+ * The parent checks the group ranks are a permutation of 0..K-1 with one
+ * round number and the sizes K and K*nproc, and prints one line:
+ *
+ *   nodes=K last_join_to_last_done_ms=... first_join_to_last_done_ms=...
+ *   join_spread_ms=... done_spread_ms=... ok=1
+ *
+ * "done" is a ROUND received; the spreads are last minus first of the
+ * joins and of the ROUNDs.  Exit 0, or 1 when any client failed
+ * or timed out (each failure on stderr), 100 usage, 111 system error.
+ */
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdzvproto.h"
+
+#define MAX_NODES	8192
+#define PEER_PORT	29500	/* what each node offers as MASTER_PORT */
+
+enum phase { PH_READY, PH_ROUND, PH_FAIL };
+
+/* One child's report; well below PIPE_BUF, so each write is atomic. */
+struct report {
+	uint32_t	node;
+	uint32_t	phase;
+	int64_t		t_join, t_done;
+	struct rdzv_round_msg round;
+	char		why[256];
+};
+
+struct opts {
+	const char	*endpoint;
+	const char	*run_id;
+	unsigned	 nodes, nproc, timeout_s;
+	char		 token[RDZV_TOKEN_MAX + 1];
+	struct sockaddr_storage addr;
+	socklen_t	 addrlen;
+};
+
+/* The pipes every child shares with the parent. */
+struct pipes {
+	int	report[2];	/* children -> parent records */
+	int	go[2];		/* parent closes [1]: send JOIN */
+	int	done[2];	/* parent closes [1]: hang up and exit */
+};
+
+/* A child's connection: a line reader over a blocking socket. */
+struct conn {
+	int	fd;
+	char	buf[2 * RDZV_LINE_MAX];
+	size_t	len;
+	int64_t	t_read;		/* stamp of the last read */
+};
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	ssize_t k;
+
+	while (n > 0) {
+		if ((k = write(fd, c, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static void __attribute__((noreturn))
+child_exit(int fd, struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->phase = PH_FAIL;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	write_all(fd, r, sizeof(*r));
+	_exit(1);
+}
+
+/*
+ * The next complete line into m; 0, or -1 with why set (EOF, read error,
+ * a line the protocol does not know).
+ */
+static int
+conn_next(struct conn *c, struct rdzv_msg *m, char *why, size_t whylen)
+{
+	char line[RDZV_LINE_MAX + 1], err[128];
+	char *nl;
+	size_t n;
+	ssize_t k;
+
+	while ((nl = memchr(c->buf, '\n', c->len)) == NULL) {
+		if (c->len == sizeof(c->buf)) {
+			snprintf(why, whylen, "line too long from server");
+			return -1;
+		}
+		k = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+		c->t_read = now_ns();
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			snprintf(why, whylen, "%s", k == 0 ? "EOF from server" :
+			    strerror(errno));
+			return -1;
+		}
+		c->len += k;
+	}
+	n = nl - c->buf + 1;
+	if (n > RDZV_LINE_MAX) {
+		snprintf(why, whylen, "line too long from server");
+		return -1;
+	}
+	memcpy(line, c->buf, n);
+	line[n] = '\0';
+	memmove(c->buf, c->buf + n, c->len - n);
+	c->len -= n;
+	if (rdzv_msg_parse(line, m, err, sizeof(err)) == -1) {
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(why, whylen, "bad line from server: %s: %.60s", err,
+		    line);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+conn_send(struct conn *c, const struct rdzv_msg *m)
+{
+	char line[RDZV_LINE_MAX];
+	int n;
+
+	if ((n = rdzv_msg_format(line, sizeof(line), m)) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return write_all(c->fd, line, n);
+}
+
+static void
+make_join(const struct opts *o, unsigned node, const char *nonce,
+    struct rdzv_msg *m)
+{
+	struct rdzv_join *j = &m->u.join;
+
+	memset(m, 0, sizeof(*m));
+	m->verb = RV_JOIN;
+	j->version = RDZV_PROTO_VERSION;
+	strlcpy(j->run_id, o->run_id, sizeof(j->run_id));
+	snprintf(j->node_id, sizeof(j->node_id), "node-%05u", node);
+	rdzv_mac(o->token, nonce, j->run_id, j->node_id, j->mac);
+	j->nproc = o->nproc;
+	j->min_nodes = j->max_nodes = o->nodes;
+	j->last_call_ms = 0;
+	strlcpy(j->role, "default", sizeof(j->role));
+	strlcpy(j->addr, "127.0.0.1", sizeof(j->addr));
+	j->port = PEER_PORT;
+	j->state = RS_NEW;
+}
+
+/* Block until the parent closes the write end of fd; answer PINGs. */
+static void
+child_wait(struct conn *c, int fd, int out, struct report *r)
+{
+	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN },
+	    { .fd = c->fd, .events = POLLIN } };
+	struct rdzv_msg m;
+	char why[256];
+
+	for (;;) {
+		if (poll(pfd, 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			child_exit(out, r, "poll: %s", strerror(errno));
+		}
+		if (pfd[0].revents != 0)
+			return;
+		if (pfd[1].revents == 0)
+			continue;
+		if (conn_next(c, &m, why, sizeof(why)) == -1)
+			child_exit(out, r, "%s", why);
+		if (m.verb == RV_PING && conn_send(c, &m) == -1)
+			child_exit(out, r, "write: %s", strerror(errno));
+	}
+}
+
+static void __attribute__((noreturn))
+child(const struct opts *o, const struct pipes *p, unsigned node)
+{
+	struct report r = { .node = node };
+	struct conn c = { .len = 0 };
+	struct rdzv_msg m;
+	char why[256], nonce[RDZV_NONCE_LEN + 1];
+	int out = p->report[1], one = 1;
+
+	if ((c.fd = socket(o->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC,
+	    0)) == -1)
+		child_exit(out, &r, "socket: %s", strerror(errno));
+	if (connect(c.fd, (const struct sockaddr *)&o->addr, o->addrlen) == -1)
+		child_exit(out, &r, "connect: %s", strerror(errno));
+	setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (conn_next(&c, &m, why, sizeof(why)) == -1)
+		child_exit(out, &r, "greeting: %s", why);
+	if (m.verb != RV_HELLO || m.u.hello.version != RDZV_PROTO_VERSION)
+		child_exit(out, &r, "greeting: not ESV-RDZV 1");
+	strlcpy(nonce, m.u.hello.nonce, sizeof(nonce));
+	r.phase = PH_READY;
+	if (write_all(out, &r, sizeof(r)) == -1)
+		_exit(1);
+
+	child_wait(&c, p->go[0], out, &r);
+	make_join(o, node, nonce, &m);
+	r.t_join = now_ns();
+	if (conn_send(&c, &m) == -1)
+		child_exit(out, &r, "JOIN: %s", strerror(errno));
+	for (;;) {
+		if (conn_next(&c, &m, why, sizeof(why)) == -1)
+			child_exit(out, &r, "waiting for ROUND: %s", why);
+		if (m.verb == RV_ROUND)
+			break;
+		switch (m.verb) {
+		case RV_PING:
+			if (conn_send(&c, &m) == -1)
+				child_exit(out, &r, "write: %s",
+				    strerror(errno));
+			break;
+		case RV_JOINED:
+		case RV_WAITING:
+			break;
+		case RV_ERR:
+			child_exit(out, &r, "ERR %s %s", m.u.err.code,
+			    m.u.err.text);
+		default:
+			child_exit(out, &r, "unexpected message %d before "
+			    "ROUND", (int)m.verb);
+		}
+	}
+	r.t_done = c.t_read;
+	r.round = m.u.round;
+	r.phase = PH_ROUND;
+	if (write_all(out, &r, sizeof(r)) == -1)
+		_exit(1);
+	child_wait(&c, p->done[0], out, &r);
+	_exit(0);
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: rdzv_bench --endpoint HOST:PORT --token-file F "
+	    "--nodes K --run-id ID [--nproc N] [--timeout S]\n");
+	exit(100);
+}
+
+static unsigned
+number(const char *s, long long lo, long long hi, const char *what)
+{
+	const char *errstr;
+	long long v;
+
+	v = strtonum(s, lo, hi, &errstr);
+	if (errstr != NULL) {
+		warnx("%s %s: %s (%lld..%lld)", what, s, errstr, lo, hi);
+		usage();
+	}
+	return (unsigned)v;
+}
+
+static void
+resolve(struct opts *o)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	char host[256], *colon;
+	int e;
+
+	if (strlcpy(host, o->endpoint, sizeof(host)) >= sizeof(host) ||
+	    (colon = strrchr(host, ':')) == NULL)
+		usage();
+	*colon = '\0';
+	if (host[0] == '[' && colon[-1] == ']') {
+		colon[-1] = '\0';
+		memmove(host, host + 1, strlen(host));
+	}
+	if ((e = getaddrinfo(host, colon + 1, &hints, &ai)) != 0)
+		errx(111, "%s: %s", o->endpoint, gai_strerror(e));
+	memcpy(&o->addr, ai->ai_addr, ai->ai_addrlen);
+	o->addrlen = ai->ai_addrlen;
+	freeaddrinfo(ai);
+}
+
+static void
+parse_args(int argc, char *argv[], struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "endpoint", required_argument, NULL, 'e' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "nodes", required_argument, NULL, 'k' },
+		{ "run-id", required_argument, NULL, 'r' },
+		{ "nproc", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *token_file = NULL;
+	char err[256];
+	int c;
+
+	o->nproc = 1;
+	o->timeout_s = 60;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'e': o->endpoint = optarg; break;
+		case 't': token_file = optarg; break;
+		case 'k': o->nodes = number(optarg, 1, MAX_NODES, "nodes");
+			break;
+		case 'r': o->run_id = optarg; break;
+		case 'n': o->nproc = number(optarg, 1, 4096, "nproc"); break;
+		case 'T': o->timeout_s = number(optarg, 1, 3600, "timeout");
+			break;
+		default: usage();
+		}
+	}
+	if (optind != argc || o->endpoint == NULL || token_file == NULL ||
+	    o->nodes == 0 || o->run_id == NULL)
+		usage();
+	if (!rdzv_name_ok(o->run_id))
+		errx(100, "run id %s: not a protocol name", o->run_id);
+	if (rdzv_token_load(token_file, o->token, sizeof(o->token), err,
+	    sizeof(err)) == -1)
+		errx(100, "%s", err);
+	resolve(o);
+}
+
+/*
+ * Read records until want of them are in phase ph (counted in *got) or
+ * a child failed or the deadline passed.  Returns the number of failures.
+ */
+static unsigned
+collect(int fd, enum phase ph, struct report *reps, unsigned want,
+    unsigned *got, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct report r;
+	unsigned failed = 0;
+	size_t have = 0;
+	ssize_t k;
+	int64_t left;
+
+	while (*got < want && failed == 0) {
+		if ((left = (deadline - now_ns()) / 1000000) <= 0)
+			break;
+		if (poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : left) <= 0)
+			continue;
+		k = read(fd, (char *)&r + have, sizeof(r) - have);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			warnx("every client is gone, %u of %u reported",
+			    *got, want);
+			return failed + 1;
+		}
+		if ((have += k) < sizeof(r))
+			continue;
+		have = 0;
+		if (r.node >= want)
+			errx(111, "bad record from a client");
+		if (r.phase == PH_FAIL) {
+			r.why[sizeof(r.why) - 1] = '\0';
+			warnx("node %u: %s", r.node, r.why);
+			failed++;
+		} else if (r.phase == ph) {
+			reps[r.node] = r;
+			(*got)++;
+		}
+	}
+	return failed;
+}
+
+/* The ranks a well-behaved server hands out; 0, or -1 with a warning. */
+static int
+check_ranks(const struct opts *o, const struct report *reps)
+{
+	unsigned char *seen;
+	unsigned i, g;
+	int bad = 0;
+
+	if ((seen = calloc(o->nodes, 1)) == NULL)
+		err(111, NULL);
+	for (i = 0; i < o->nodes; i++) {
+		const struct rdzv_round_msg *m = &reps[i].round;
+
+		g = m->group_rank;
+		if (m->group_world_size != o->nodes || g >= o->nodes ||
+		    seen[g] || m->round != reps[0].round.round ||
+		    m->world_size != o->nodes * o->nproc ||
+		    m->base_rank != g * o->nproc) {
+			warnx("node %u: bad ROUND: round %u group rank %u of "
+			    "%u, base rank %u of %u", i, m->round, g,
+			    m->group_world_size, m->base_rank, m->world_size);
+			bad = 1;
+		} else
+			seen[g] = 1;
+	}
+	free(seen);
+	return bad ? -1 : 0;
+}
+
+static void
+report(const struct opts *o, const struct report *reps)
+{
+	int64_t first_join = INT64_MAX, last_join = 0;
+	int64_t first_done = INT64_MAX, last_done = 0;
+	unsigned i;
+
+	for (i = 0; i < o->nodes; i++) {
+		if (reps[i].t_join < first_join)
+			first_join = reps[i].t_join;
+		if (reps[i].t_join > last_join)
+			last_join = reps[i].t_join;
+		if (reps[i].t_done < first_done)
+			first_done = reps[i].t_done;
+		if (reps[i].t_done > last_done)
+			last_done = reps[i].t_done;
+	}
+	printf("nodes=%u last_join_to_last_done_ms=%.3f "
+	    "first_join_to_last_done_ms=%.3f join_spread_ms=%.3f "
+	    "done_spread_ms=%.3f ok=1\n", o->nodes,
+	    (last_done - last_join) / 1e6, (last_done - first_join) / 1e6,
+	    (last_join - first_join) / 1e6, (last_done - first_done) / 1e6);
+}
+
+static void
+pipe_or_die(int fds[2])
+{
+	if (pipe2(fds, O_CLOEXEC) == -1)
+		err(111, "pipe2");
+}
+
+/* Fork the K children; the parent keeps only its ends of the pipes. */
+static void
+start_children(const struct opts *o, struct pipes *p, pid_t *pids)
+{
+	unsigned i;
+
+	for (i = 0; i < o->nodes; i++) {
+		if ((pids[i] = fork()) == -1)
+			err(111, "fork");
+		if (pids[i] == 0) {
+			close(p->report[0]);
+			close(p->go[1]);
+			close(p->done[1]);
+			child(o, p, i);
+		}
+	}
+	close(p->report[1]);
+	close(p->go[0]);
+	close(p->done[0]);
+}
+
+/* Release the children and reap them; kill the ones that hang. */
+static void
+stop_children(const struct opts *o, struct pipes *p, pid_t *pids,
+    int hard)
+{
+	unsigned i;
+
+	/* A child still writing a report must not block on a full pipe. */
+	close(p->report[0]);
+	if (p->go[1] != -1)
+		close(p->go[1]);
+	close(p->done[1]);
+	for (i = 0; i < o->nodes; i++) {
+		if (hard)
+			kill(pids[i], SIGKILL);
+		while (waitpid(pids[i], NULL, 0) == -1 && errno == EINTR)
+			;
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct opts o = { .endpoint = NULL };
+	struct pipes p;
+	struct report *reps;
+	unsigned got = 0, failed;
+	int64_t deadline;
+	pid_t *pids;
+
+	parse_args(argc, argv, &o);
+	/* A client that dies must not take the parent with it. */
+	signal(SIGPIPE, SIG_IGN);
+	if ((reps = calloc(o.nodes, sizeof(*reps))) == NULL ||
+	    (pids = calloc(o.nodes, sizeof(*pids))) == NULL)
+		err(111, NULL);
+	pipe_or_die(p.report);
+	pipe_or_die(p.go);
+	pipe_or_die(p.done);
+	deadline = now_ns() + (int64_t)o.timeout_s * 1000000000;
+	start_children(&o, &p, pids);
+
+	failed = collect(p.report[0], PH_READY, reps, o.nodes, &got,
+	    deadline);
+	if (failed == 0 && got == o.nodes) {
+		close(p.go[1]);
+		p.go[1] = -1;
+		got = 0;
+		failed = collect(p.report[0], PH_ROUND, reps, o.nodes, &got,
+		    deadline);
+	}
+	if (failed == 0 && got < o.nodes) {
+		warnx("timeout: %u of %u clients %s after %u s", o.nodes - got,
+		    o.nodes, p.go[1] == -1 ? "got no ROUND" : "not connected",
+		    o.timeout_s);
+		failed = 1;
+	}
+	stop_children(&o, &p, pids, failed != 0);
+	if (failed == 0 && check_ranks(&o, reps) == -1)
+		failed = 1;
+	if (failed == 0)
+		report(&o, reps);
+	free(reps);
+	free(pids);
+	return failed != 0;
+}

@@ -1,0 +1,513 @@
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msg.h"
+#include "ranks.h"
+#include "rdzv_server_int.h"
+
+static void	evaluate(struct rdzv_server *, struct job *);
+
+static void
+send_n(struct rdzv_server *srv, struct rdzv_sconn *sc, enum rdzv_verb v,
+    unsigned n)
+{
+	struct rdzv_msg m = { .verb = v };
+
+	m.u.n = n;
+	srv_send(srv, sc, &m);
+}
+
+static void
+send_joined(struct rdzv_server *srv, struct node *nd)
+{
+	struct rdzv_msg m = { .verb = RV_JOINED };
+	struct job *job = nd->job;
+
+	m.u.joined.round = job->round;
+	m.u.joined.participants = job->count[NS_JOINED];
+	m.u.joined.waiting = job->count[NS_WAITING];
+	srv_send(srv, nd->sc, &m);
+}
+
+static void
+broadcast_waiting(struct rdzv_server *srv, struct job *job)
+{
+	struct node *nd;
+
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd->status == NS_RUNNING)
+			send_n(srv, nd->sc, RV_WAITING, job->count[NS_WAITING]);
+}
+
+/* The exit barrier: every member of the job has finished. */
+static void
+check_release(struct rdzv_server *srv, struct job *job)
+{
+	struct node *nd;
+	unsigned n = 0;
+
+	if (job->phase == JP_RECOVERING || job->count[NS_JOINED] > 0 ||
+	    job->count[NS_EXPECTED] > 0 || job->count[NS_RUNNING] > 0)
+		return;
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd->status == NS_FINISHED && !nd->released) {
+			send_n(srv, nd->sc, RV_RELEASE, nd->round);
+			nd->released = true;
+			n++;
+		}
+	if (n > 0)
+		info_msg("job %s: barrier passed: %u nodes released",
+		    job->run_id, n);
+}
+
+/*
+ * Nodes change: a new round opens, the members are told to restart and
+ * the wait list gets the room there is.
+ */
+static void
+membership_change(struct rdzv_server *srv, struct job *job,
+    struct node *joiner)
+{
+	struct node *nd;
+
+	job->round++;
+	job->phase = JP_GATHERING;
+	job->restarted = true;
+	job->deadline = -1;
+	info_msg("job %s: restart round %u", job->run_id, job->round);
+	if (joiner != NULL) {
+		info_msg("job %s: node %s joined round %u", job->run_id,
+		    joiner->id, job->round);
+		set_status(joiner, NS_JOINED);
+	}
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd->status == NS_RUNNING) {
+			set_status(nd, NS_EXPECTED);
+			send_n(srv, nd->sc, RV_RESTART, job->round);
+		}
+	RB_FOREACH(nd, nodetree, &job->nodes) {
+		if (job->count[NS_JOINED] + job->count[NS_EXPECTED] >=
+		    job->max)
+			break;
+		if (nd->status == NS_WAITING) {
+			info_msg("job %s: node %s joined round %u from the "
+			    "wait list", job->run_id, nd->id, job->round);
+			set_status(nd, NS_JOINED);
+			send_joined(srv, nd);
+		}
+	}
+	if (joiner != NULL)
+		send_joined(srv, joiner);
+	evaluate(srv, job);
+	check_release(srv, job);
+}
+
+static void
+send_round(struct rdzv_server *srv, struct node *nd,
+    const struct rank_assignment *ra, const struct node *master)
+{
+	struct rdzv_msg m = { .verb = RV_ROUND };
+	struct rdzv_round_msg *r = &m.u.round;
+
+	r->round = nd->job->round;
+	r->group_rank = ra->group_rank;
+	r->group_world_size = ra->group_world_size;
+	r->base_rank = ra->base_rank;
+	r->world_size = ra->world_size;
+	r->base_role_rank = ra->base_role_rank;
+	r->role_world_size = ra->role_world_size;
+	strlcpy(r->master_addr, master->addr, sizeof(r->master_addr));
+	r->master_port = master->port;
+	srv_send(srv, nd->sc, &m);
+}
+
+static void
+complete(struct rdzv_server *srv, struct job *job)
+{
+	unsigned n = job->count[NS_JOINED], i = 0;
+	struct rank_assignment ra = { 0 };
+	struct group_info *groups;
+	struct node *nd, **members;
+
+	if (n == 0)
+		return;
+	groups = calloc(n, sizeof(*groups));
+	members = calloc(n, sizeof(*members));
+	if (groups == NULL || members == NULL) {
+		warn_sys("job %s: round %u", job->run_id, job->round);
+		job->deadline = srv->now + srv->conf.heartbeat_ms;
+		goto out;
+	}
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd->status == NS_JOINED) {
+			groups[i].role = nd->role;
+			groups[i].local_world_size = nd->nproc;
+			members[i++] = nd;
+		}
+	for (i = 0; i < n; i++) {
+		/* nproc and the node count are bounded: no overflow. */
+		(void)ranks_assign(groups, n, i, &ra);
+		send_round(srv, members[i], &ra, members[0]);
+		set_status(members[i], NS_RUNNING);
+		members[i]->group_rank = i;
+		members[i]->round = job->round;
+	}
+	job->phase = JP_RUNNING;
+	job->deadline = -1;
+	info_msg("job %s: round %u complete: %u nodes, world %u, master %s:%u, "
+	    "in %lld ms since the last join", job->run_id, job->round, n,
+	    ra.world_size, members[0]->addr, members[0]->port,
+	    srv->now - job->last_join);
+	if (job->count[NS_WAITING] > 0)
+		broadcast_waiting(srv, job);
+out:
+	free(groups);
+	free(members);
+}
+
+/*
+ * Should the round being gathered complete?  A round opened by a restart
+ * waits for the members told to restart (at least --recovery-timeout), so
+ * that a short last call does not leave them out one by one.
+ */
+static void
+evaluate(struct rdzv_server *srv, struct job *job)
+{
+	long long wait;
+
+	if (job->phase != JP_GATHERING || job->closed)
+		return;
+	if (job->count[NS_JOINED] < job->min) {
+		job->deadline = -1;
+		return;
+	}
+	if (job->count[NS_JOINED] >= job->max ||
+	    (job->restarted && job->count[NS_EXPECTED] == 0)) {
+		complete(srv, job);
+		return;
+	}
+	if (job->deadline < 0) {
+		wait = job->last_call_ms;
+		if (job->count[NS_EXPECTED] > 0 &&
+		    wait < srv->conf.recovery_ms)
+			wait = srv->conf.recovery_ms;
+		job->deadline = srv->now + wait;
+	}
+	if (srv->now >= job->deadline)
+		complete(srv, job);
+}
+
+/* The job runs again: the wait list may now fit. */
+static void
+running_again(struct rdzv_server *srv, struct job *job)
+{
+	unsigned next = job->count[NS_RUNNING] + job->count[NS_EXPECTED] + 1;
+
+	if (job->count[NS_WAITING] == 0)
+		return;
+	if (next <= job->max)
+		membership_change(srv, job, NULL);
+	else
+		broadcast_waiting(srv, job);
+}
+
+static void
+recovery_check(struct rdzv_server *srv, struct job *job)
+{
+	unsigned back = job->count[NS_RUNNING] + job->count[NS_FINISHED];
+
+	if (job->phase != JP_RECOVERING || back < job->expect_n)
+		return;
+	job->phase = JP_RUNNING;
+	job->deadline = -1;
+	info_msg("job %s: recovered round %u: %u nodes back", job->run_id,
+	    job->round, back);
+	running_again(srv, job);
+	check_release(srv, job);
+}
+
+static void
+node_lost(struct rdzv_server *srv, struct node *nd, const char *why)
+{
+	struct job *job = nd->job;
+	enum node_status st = nd->status;
+
+	info_msg("job %s: node %s lost: %s", job->run_id, nd->id, why);
+	node_free(job, nd);
+	if (!job->closed) {
+		if (st == NS_JOINED || st == NS_EXPECTED)
+			evaluate(srv, job);
+		else if (st == NS_RUNNING)
+			membership_change(srv, job, NULL);
+		else if (st == NS_WAITING && job->phase == JP_RUNNING)
+			broadcast_waiting(srv, job);
+	}
+	check_release(srv, job);
+}
+
+void
+job_node_gone(struct rdzv_server *srv, struct rdzv_sconn *sc,
+    const char *why)
+{
+	struct job *job = sc->node->job;
+
+	node_lost(srv, sc->node, why != NULL ? why : "replaced");
+	job_gc(srv, job);
+}
+
+static void
+join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
+    struct node *nd, const struct rdzv_join *j)
+{
+	unsigned next;
+
+	if (job->phase == JP_RECOVERING) {
+		if (nd == NULL || nd->status != NS_RUNNING) {
+			nd = node_set(job, sc, nd, j, NS_WAITING);
+			if (nd != NULL)
+				send_joined(srv, nd);
+			return;
+		}
+		/* A recovered member's group failed: recovery is moot. */
+		job->phase = JP_RUNNING;
+		job->deadline = -1;
+	}
+	if (job->phase == JP_GATHERING) {
+		if ((nd = node_set(job, sc, nd, j, NS_JOINED)) == NULL)
+			return;
+		info_msg("job %s: node %s joined round %u", job->run_id,
+		    nd->id, job->round);
+		job->last_join = srv->now;
+		send_joined(srv, nd);
+		evaluate(srv, job);
+		return;
+	}
+	next = job->count[NS_RUNNING] + job->count[NS_EXPECTED];
+	if (nd == NULL || (nd->status != NS_RUNNING &&
+	    nd->status != NS_EXPECTED))
+		next++;
+	if ((nd = node_set(job, sc, nd, j, nd != NULL ? nd->status :
+	    NS_WAITING)) == NULL)
+		return;
+	job->last_join = srv->now;
+	/* A member joining anew lost its workers: the world is broken. */
+	if (next <= job->max || nd->status == NS_RUNNING) {
+		membership_change(srv, job, nd);
+		return;
+	}
+	info_msg("job %s: node %s waits: %u nodes at most", job->run_id,
+	    nd->id, job->max);
+	set_status(nd, NS_WAITING);
+	send_joined(srv, nd);
+	broadcast_waiting(srv, job);
+}
+
+/* Is j a reconnection of the member nd, as the server knows it? */
+static bool
+same_member(const struct job *job, const struct node *nd,
+    const struct rdzv_join *j)
+{
+	if (nd == NULL || j->state == RS_NEW ||
+	    nd->group_rank != j->group_rank)
+		return false;
+	if (nd->status == NS_FINISHED)
+		return j->state == RS_DONE && nd->round == j->round;
+	return nd->status == NS_RUNNING && job->round == j->round;
+}
+
+static bool
+rank_taken(struct job *job, unsigned g, const struct node *self)
+{
+	struct node *nd;
+
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd != self && (nd->status == NS_RUNNING ||
+		    nd->status == NS_FINISHED) && nd->group_rank == g)
+			return true;
+	return false;
+}
+
+static void
+reattach(struct rdzv_server *srv, struct job *job, struct node *nd,
+    const struct rdzv_join *j)
+{
+	info_msg("job %s: node %s reconnected", job->run_id, nd->id);
+	if (nd->status == NS_RUNNING && j->state == RS_DONE) {
+		/* Its BARRIER was lost with the old connection. */
+		job_barrier(srv, nd->sc, j->round);
+	} else if (nd->status == NS_FINISHED && nd->released)
+		send_n(srv, nd->sc, RV_RELEASE, nd->round);
+}
+
+static void
+join_back(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
+    struct node *nd, const struct rdzv_join *j)
+{
+	enum node_status st = j->state == RS_DONE ? NS_FINISHED : NS_RUNNING;
+
+	if (same_member(job, nd, j)) {
+		reattach(srv, job, nd, j);
+		return;
+	}
+	if (job->phase == JP_RECOVERING && j->round == job->round &&
+	    j->group_world_size == job->expect_n &&
+	    !rank_taken(job, j->group_rank, nd)) {
+		if ((nd = node_set(job, sc, nd, j, st)) == NULL)
+			return;
+		nd->group_rank = j->group_rank;
+		nd->round = j->round;
+		info_msg("job %s: node %s back as group rank %u", job->run_id,
+		    nd->id, nd->group_rank);
+		recovery_check(srv, job);
+		return;
+	}
+	/* Its round is over: it must join anew (and is no member now). */
+	if (nd != NULL && (nd->status == NS_RUNNING ||
+	    nd->status == NS_FINISHED))
+		node_lost(srv, nd, "came back from another round");
+	send_n(srv, sc, RV_RESTART,
+	    job->phase == JP_GATHERING ? job->round : job->round + 1);
+}
+
+static void
+refuse_mismatch(struct rdzv_server *srv, struct rdzv_sconn *sc,
+    const struct job *job, const struct rdzv_join *j)
+{
+	if (job->min != j->min_nodes || job->max != j->max_nodes)
+		srv_refuse(srv, sc, "mismatch", "job %s has min:max %u:%u, "
+		    "you asked %u:%u", job->run_id, job->min, job->max,
+		    j->min_nodes, j->max_nodes);
+	else
+		srv_refuse(srv, sc, "mismatch", "job %s has last call %u ms, "
+		    "you asked %u", job->run_id, job->last_call_ms,
+		    j->last_call_ms);
+}
+
+void
+job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
+    const struct rdzv_join *j)
+{
+	struct job *job;
+	struct node *nd;
+
+	if (j->max_nodes > srv->conf.max_nodes) {
+		srv_refuse(srv, sc, "limit", "max %u above this server's "
+		    "limit of %u nodes", j->max_nodes, srv->conf.max_nodes);
+		return;
+	}
+	if ((job = job_find(srv, j->run_id)) == NULL &&
+	    (job = job_create_for(srv, sc, j)) == NULL)
+		return;
+	nd = node_find(job, j->node_id);
+	if (job->closed && !same_member(job, nd, j)) {
+		srv_refuse(srv, sc, "closed", "job %s is closed", job->run_id);
+		return;
+	}
+	if (!job->closed && (job->min != j->min_nodes ||
+	    job->max != j->max_nodes || job->last_call_ms != j->last_call_ms)) {
+		refuse_mismatch(srv, sc, job, j);
+		return;
+	}
+	if (nd == NULL && job->nnodes >= srv->conf.max_nodes) {
+		srv_refuse(srv, sc, "limit", "job %s has %u nodes already",
+		    job->run_id, job->nnodes);
+		return;
+	}
+	if (nd != NULL && nd->sc != sc) {
+		/* The node reconnected: the old connection is stale. */
+		nd->sc->node = NULL;
+		srv_kill(srv, nd->sc, NULL);
+		nd->sc = sc;
+		sc->node = nd;
+	}
+	if (j->state == RS_NEW)
+		join_new(srv, job, sc, nd, j);
+	else
+		join_back(srv, job, sc, nd, j);
+	job_gc(srv, job);
+}
+
+void
+job_barrier(struct rdzv_server *srv, struct rdzv_sconn *sc, unsigned round)
+{
+	struct node *nd = sc->node;
+
+	if (nd != NULL && nd->status == NS_RUNNING &&
+	    round == nd->job->round) {
+		set_status(nd, NS_FINISHED);
+		nd->round = round;
+		info_msg("job %s: node %s finished round %u", nd->job->run_id,
+		    nd->id, round);
+		check_release(srv, nd->job);
+		return;
+	}
+	if (nd != NULL && nd->status == NS_FINISHED && nd->round == round)
+		return;
+	/* It crossed the RESTART on its way: that one decides. */
+	if (nd != NULL && (nd->status == NS_EXPECTED ||
+	    nd->status == NS_JOINED) && round < nd->job->round)
+		return;
+	srv_refuse(srv, sc, "proto", "BARRIER %u: not running that round",
+	    round);
+}
+
+void
+job_close(struct rdzv_server *srv, struct rdzv_sconn *sc)
+{
+	struct job *job;
+	struct node *nd, *next;
+
+	if ((job = job_find(srv, sc->run_id)) == NULL &&
+	    (job = job_create(srv, sc->run_id)) == NULL) {
+		srv_refuse(srv, sc, "limit", "too many jobs");
+		return;
+	}
+	if (job->closed)
+		return;
+	job->closed = true;
+	job->deadline = -1;
+	TAILQ_INSERT_TAIL(&srv->closed_jobs, job, closed_entry);
+	info_msg("job %s: closed", job->run_id);
+	RB_FOREACH_SAFE(nd, nodetree, &job->nodes, next) {
+		if (nd->status == NS_RUNNING || nd->status == NS_FINISHED)
+			continue;
+		send_n(srv, nd->sc, RV_CLOSED, 0);
+		srv_kill(srv, nd->sc, "job closed");
+		node_free(job, nd);
+	}
+	check_release(srv, job);
+}
+
+void
+jobs_tick(struct rdzv_server *srv)
+{
+	struct job *job, *next;
+
+	RB_FOREACH_SAFE(job, jobtree, &srv->jobs, next) {
+		if (job->deadline < 0 || srv->now < job->deadline)
+			continue;
+		if (job->phase == JP_GATHERING) {
+			evaluate(srv, job);
+		} else if (job->phase == JP_RECOVERING) {
+			info_msg("job %s: recovery timed out: %u of %u nodes "
+			    "back", job->run_id, job->count[NS_RUNNING] +
+			    job->count[NS_FINISHED], job->expect_n);
+			membership_change(srv, job, NULL);
+		}
+		job_gc(srv, job);
+	}
+}
+
+long long
+jobs_next_deadline(struct rdzv_server *srv)
+{
+	long long next = LLONG_MAX;
+	struct job *job;
+
+	RB_FOREACH(job, jobtree, &srv->jobs)
+		if (job->deadline >= 0 && job->deadline < next)
+			next = job->deadline;
+	return next;
+}

@@ -1,0 +1,19 @@
+/* The sockets of esv-rdzv: listening, and naming peers. */
+#ifndef ESV_RDZV_NET_H
+#define ESV_RDZV_NET_H
+
+#include <sys/socket.h>
+
+#include <stddef.h>
+
+/* "a.b.c.d:port" or "[v6]:port" into peer, the bare address into ip. */
+void	net_addr_fmt(const struct sockaddr_storage *ss, char *ip, size_t il,
+	    char *peer, size_t pl);
+/*
+ * Listen as --listen arg says ("addr:port", "[v6]:port", "*:port"),
+ * handing each socket (non-blocking, close-on-exec) to add.  Exits 100
+ * on a bad arg, 111 if nothing could be bound.
+ */
+void	net_listen(const char *arg, void (*add)(int fd));
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * The esv-rdzv state machine: connections, jobs, nodes and rounds, with
+ * no sockets in it.  The transport (esv-rdzv.c, or a unit test) hands it
+ * bytes, losses and the time, and it answers through rdzv_server_ops.
+ * Every entry point takes the monotonic time in ms.
+ */
+#ifndef ESV_RDZV_SERVER_H
+#define ESV_RDZV_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct rdzv_server;
+struct rdzv_sconn;
+
+struct rdzv_server_conf {
+	unsigned	heartbeat_ms;	/* PING period; 3x it: dead */
+	unsigned	max_jobs;
+	unsigned	max_nodes;	/* per job */
+	unsigned	recovery_ms;
+	bool		verbose;	/* log every message */
+};
+
+struct rdzv_server_ops {
+	/*
+	 * Queue one line ('\n' included) to the transport's connection.
+	 * -1 when the peer is not keeping up: the server then drops it.
+	 */
+	int	(*send)(void *ctx, void *conn, const char *line, size_t len);
+	/*
+	 * The server is done with conn: flush what is queued, then hang
+	 * up.  The server never names conn again.
+	 */
+	void	(*close)(void *ctx, void *conn);
+	void	*ctx;
+};
+
+struct rdzv_server *rdzv_server_new(const struct rdzv_server_conf *conf,
+	    const struct rdzv_server_ops *ops, const char *token,
+	    long long now);
+void	rdzv_server_free(struct rdzv_server *srv);
+/* SIGHUP: new joins are checked against the new token. */
+void	rdzv_server_set_token(struct rdzv_server *srv, const char *token);
+
+/*
+ * A new connection from peer ("addr:port", for logs) at ip (the key of
+ * the per-address warning rate limit).  Sends the greeting.  NULL if out
+ * of memory (the transport then hangs up).
+ */
+struct rdzv_sconn *rdzv_server_accept(struct rdzv_server *srv, void *conn,
+	    const char *peer, const char *ip, long long now);
+/* Bytes read from sc; may end in ops->close for sc. */
+void	rdzv_server_input(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    const char *buf, size_t n, long long now);
+/* The transport lost sc (EOF, error); sc is freed, ops->close not called. */
+void	rdzv_server_lost(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    const char *why, long long now);
+/* Run what is due at now; returns the next deadline (absolute ms). */
+long long rdzv_server_tick(struct rdzv_server *srv, long long now);
+
+/* A rate-limited warning about ip (at most 20 a second per address). */
+void	rdzv_server_warn(struct rdzv_server *srv, const char *ip,
+	    long long now, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
+
+unsigned rdzv_server_njobs(const struct rdzv_server *srv);
+
+#endif

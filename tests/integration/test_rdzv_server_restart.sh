@@ -1,0 +1,55 @@
+#!/bin/bash
+# Killing esv-rdzv mid-job does not touch the workers; the supervisors
+# reconnect with backoff, the restarted server rebuilds the round from
+# what they tell it, and the job goes on (a third node can still join).
+. "$(dirname "$0")/lib.sh"
+esv_setup 150
+. "$ESV_TEST_DIR/rdzv.sh"
+
+start_rdzv
+RZ_STOP_FLAG=$T/stop node a
+RZ_STOP_FLAG=$T/stop node b
+for n in a b; do
+	wait_recs $n 'world=2 ' 1 || fail "$n: no round: $(cat "$T/$n.err")"
+done
+wpid=$(field "$(last_rec a)" pid)
+
+note "kill -9 of esv-rdzv"
+kill -KILL "$RDZV_PID"
+wait "$RDZV_PID" 2>/dev/null
+for n in a b; do
+	wait_for -t 5 eval '[ "$(kv "$T/$n/supervise/state" rdzv_connected)" = 0 ]' ||
+	    fail "$n: still connected to a dead server"
+done
+ctl status "$T/a" >"$T/status"
+assert_grep "$T/status" 'disconnected'
+sleep 1
+esv_alive "$wpid" || fail "a's worker died with the server"
+assert_eq "$(kv "$T/a/supervise/state" state)" running "a's state"
+
+note "esv-rdzv back on the same port"
+start_rdzv
+for n in a b; do
+	wait_for -t 10 eval '[ "$(kv "$T/$n/supervise/state" rdzv_connected)" = 1 ]' ||
+	    fail "$n did not reconnect: $(cat "$T/$n.err")"
+done
+sleep 0.5
+for n in a b; do
+	assert_eq "$(recs $n .)" 1 "$n: worker starts (a restart would add one)"
+	assert_eq "$(kv "$T/$n/supervise/state" attempt)" 1 "$n: attempt"
+done
+esv_alive "$wpid" || fail "a's worker did not survive the reconnection"
+assert_grep "$T/a.err" 'connected to .* again'
+
+note "the rebuilt round admits a third node"
+RZ_STOP_FLAG=$T/stop node c
+for n in a b c; do
+	wait_recs $n 'world=3 ' 1 || fail "$n: no round of 3: $(cat "$T/$n.err")"
+done
+touch "$T/stop"
+for n in a b c; do
+	eval "p=\$NODE_PID_$n"
+	wait_sup -t 20 "$p"
+	assert_eq $? 0 "$n's exit status"
+done
+exit 0

@@ -1,0 +1,789 @@
+/*
+ * The esv-rdzv state machine driven by fake connections and a fake
+ * clock: every assertion is on the lines a node would receive.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rdzv_server.h"
+#include "rdzvproto.h"
+
+#define TOKEN	"test-token-0123456789"
+#define HB	100
+#define RECOVERY 1000
+#define NCONN	12
+#define NLINES	128
+
+struct fconn {
+	struct rdzv_sconn	*sc;
+	char			 nonce[RDZV_NONCE_LEN + 1];
+	char			 lines[NLINES][RDZV_LINE_MAX + 1];
+	unsigned		 n, read;
+	bool			 closed, stuck;
+	bool			 joined;	/* advance() keeps it alive */
+	bool			 silent;	/* ... unless set */
+	bool			 pings;		/* record the server's PINGs */
+};
+
+struct fx {
+	struct rdzv_server	*srv;
+	long long		 now;
+	unsigned		 min, max, last_call;
+	struct fconn		 c[NCONN];
+};
+
+static int
+fake_send(void *ctx, void *conn, const char *line, size_t len)
+{
+	struct fconn *c = conn;
+
+	(void)ctx;
+	assert_false(c->closed);
+	assert_true(len > 0 && line[len - 1] == '\n');
+	if (c->stuck)
+		return -1;
+	if (!c->pings && strcmp(line, "PING\n") == 0)
+		return 0;
+	assert_true(c->n < NLINES);
+	memcpy(c->lines[c->n], line, len - 1);
+	c->lines[c->n++][len - 1] = '\0';
+	return 0;
+}
+
+static void
+fake_close(void *ctx, void *conn)
+{
+	struct fconn *c = conn;
+
+	(void)ctx;
+	assert_false(c->closed);
+	c->closed = true;
+	c->sc = NULL;
+}
+
+static struct fx *
+fx_new(unsigned max_jobs)
+{
+	struct rdzv_server_conf conf = { HB, max_jobs, 16, RECOVERY, false };
+	struct rdzv_server_ops ops = { fake_send, fake_close, NULL };
+	struct fx *fx;
+
+	fx = calloc(1, sizeof(*fx));
+	assert_non_null(fx);
+	fx->now = 1000;
+	fx->min = 2;
+	fx->max = 3;
+	fx->srv = rdzv_server_new(&conf, &ops, TOKEN, fx->now);
+	assert_non_null(fx->srv);
+	return fx;
+}
+
+static int
+setup(void **state)
+{
+	*state = fx_new(4);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	rdzv_server_free(fx->srv);
+	free(fx);
+	return 0;
+}
+
+static const char *
+next_line(struct fconn *c)
+{
+	return c->read < c->n ? c->lines[c->read++] : NULL;
+}
+
+static void
+expect(struct fconn *c, const char *want)
+{
+	const char *got = next_line(c);
+
+	if (got == NULL)
+		fail_msg("expected \"%s\", got nothing", want);
+	if (strncmp(got, want, strlen(want)) != 0)
+		fail_msg("expected \"%s\", got \"%s\"", want, got);
+}
+
+static void
+expect_none(struct fconn *c)
+{
+	const char *got = next_line(c);
+
+	if (got != NULL)
+		fail_msg("expected nothing, got \"%s\"", got);
+}
+
+static struct fconn *
+fc_connect(struct fx *fx, unsigned i)
+{
+	struct fconn *c = &fx->c[i];
+	struct rdzv_msg m;
+	char err[256];
+
+	memset(c, 0, sizeof(*c));
+	c->sc = rdzv_server_accept(fx->srv, c, "10.0.0.9:4000", "10.0.0.9",
+	    fx->now);
+	assert_non_null(c->sc);
+	assert_int_equal(rdzv_msg_parse(next_line(c), &m, err, sizeof(err)),
+	    0);
+	assert_int_equal(m.verb, RV_HELLO);
+	assert_int_equal(m.u.hello.heartbeat_ms, HB);
+	strlcpy(c->nonce, m.u.hello.nonce, sizeof(c->nonce));
+	return c;
+}
+
+static void
+say(struct fx *fx, struct fconn *c, const char *line)
+{
+	assert_non_null(c->sc);
+	rdzv_server_input(fx->srv, c->sc, line, strlen(line), fx->now);
+}
+
+static void
+lose(struct fx *fx, struct fconn *c)
+{
+	rdzv_server_lost(fx->srv, c->sc, "eof", fx->now);
+	c->sc = NULL;
+	c->closed = true;
+}
+
+/* Time passes in heartbeat steps; joined nodes ping as they should. */
+static void
+advance(struct fx *fx, long long ms)
+{
+	long long step;
+	unsigned i;
+
+	while (ms > 0) {
+		step = ms < HB ? ms : HB;
+		for (i = 0; i < NCONN; i++)
+			if (fx->c[i].joined && !fx->c[i].silent &&
+			    fx->c[i].sc != NULL)
+				rdzv_server_input(fx->srv, fx->c[i].sc,
+				    "PING\n", 5, fx->now);
+		fx->now += step;
+		ms -= step;
+		rdzv_server_tick(fx->srv, fx->now);
+	}
+}
+
+static void
+join_full(struct fx *fx, struct fconn *c, const char *run, const char *node,
+    unsigned nproc, const char *role, const char *tail)
+{
+	char mac[RDZV_MAC_LEN + 1], line[RDZV_LINE_MAX];
+
+	c->joined = true;
+	rdzv_mac(TOKEN, c->nonce, run, node, mac);
+	snprintf(line, sizeof(line), "JOIN 1 %s %s %s %u %u %u %u %s %s %u "
+	    "%s\n", run, node, mac, nproc, fx->min, fx->max, fx->last_call,
+	    role, node, 29500, tail);
+	say(fx, c, line);
+}
+
+/* Node "n<i>" on connection i, with its id as its address. */
+static struct fconn *
+join(struct fx *fx, unsigned i, const char *tail)
+{
+	char node[16];
+
+	snprintf(node, sizeof(node), "n%u", i);
+	if (fx->c[i].sc == NULL)
+		fc_connect(fx, i);
+	join_full(fx, &fx->c[i], "job", node, 4, "default", tail);
+	return &fx->c[i];
+}
+
+/* n0 and n1 run round 0 of 2 nodes of 4 workers. */
+static void
+two_running(struct fx *fx)
+{
+	expect(join(fx, 0, "new"), "JOINED 0 1 0");
+	expect(join(fx, 1, "new"), "JOINED 0 2 0");
+	expect(&fx->c[0], "ROUND 0 0 2 0 8 0 8 n0 29500");
+	expect(&fx->c[1], "ROUND 0 1 2 4 8 4 8 n0 29500");
+}
+
+static void
+test_min_completes(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->last_call = 0;
+	/* Rank order is node-id order, not arrival order. */
+	expect(join(fx, 1, "new"), "JOINED 0 1 0");
+	expect_none(&fx->c[1]);
+	expect(join(fx, 0, "new"), "JOINED 0 2 0");
+	expect(&fx->c[0], "ROUND 0 0 2 0 8 0 8 n0 29500");
+	expect(&fx->c[1], "ROUND 0 1 2 4 8 4 8 n0 29500");
+	expect_none(&fx->c[0]);
+	expect_none(&fx->c[1]);
+}
+
+static void
+test_last_call(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->last_call = 1000;
+	fx->max = 4;
+	expect(join(fx, 0, "new"), "JOINED 0 1 0");
+	expect(join(fx, 1, "new"), "JOINED 0 2 0");
+	advance(fx, 500);
+	expect(join(fx, 2, "new"), "JOINED 0 3 0");
+	advance(fx, 499);
+	expect_none(&fx->c[0]);
+	advance(fx, 1);
+	expect(&fx->c[0], "ROUND 0 0 3 0 12 0 12 n0 29500");
+	expect(&fx->c[1], "ROUND 0 1 3 4 12 4 12 n0 29500");
+	expect(&fx->c[2], "ROUND 0 2 3 8 12 8 12 n0 29500");
+}
+
+static void
+test_below_min_clears_deadline(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->last_call = 1000;
+	join(fx, 0, "new");
+	join(fx, 1, "new");
+	advance(fx, 500);
+	lose(fx, &fx->c[1]);
+	advance(fx, 400);
+	join(fx, 2, "new");
+	advance(fx, 100);
+	/* The old deadline is gone; the new one runs from the 2nd join. */
+	expect(&fx->c[0], "JOINED 0 1 0");
+	expect_none(&fx->c[0]);
+	advance(fx, 899);
+	expect_none(&fx->c[0]);
+	advance(fx, 1);
+	expect(&fx->c[0], "ROUND 0 0 2 0 8 0 8 n0 29500");
+	expect(&fx->c[2], "JOINED 0 2 0");
+	expect(&fx->c[2], "ROUND 0 1 2 4 8 4 8 n0 29500");
+}
+
+static void
+test_max_completes_at_once(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->min = 1;
+	fx->max = 2;
+	fx->last_call = 60000;
+	expect(join(fx, 0, "new"), "JOINED 0 1 0");
+	expect_none(&fx->c[0]);
+	expect(join(fx, 1, "new"), "JOINED 0 2 0");
+	expect(&fx->c[0], "ROUND 0 0 2");
+	expect(&fx->c[1], "ROUND 0 1 2");
+}
+
+static void
+test_roles(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->max = 3;
+	fx->min = 3;
+	fc_connect(fx, 0);
+	fc_connect(fx, 1);
+	fc_connect(fx, 2);
+	join_full(fx, &fx->c[0], "job", "a", 2, "trainer", "new");
+	join_full(fx, &fx->c[1], "job", "b", 1, "ps", "new");
+	join_full(fx, &fx->c[2], "job", "c", 3, "trainer", "new");
+	expect(&fx->c[0], "JOINED 0 1 0");
+	expect(&fx->c[0], "ROUND 0 0 3 0 6 0 5 a 29500");
+	expect(&fx->c[1], "JOINED 0 2 0");
+	expect(&fx->c[1], "ROUND 0 1 3 2 6 0 1 a 29500");
+	expect(&fx->c[2], "JOINED 0 3 0");
+	expect(&fx->c[2], "ROUND 0 2 3 3 6 2 5 a 29500");
+}
+
+static void
+test_scale_up(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	expect(join(fx, 2, "new"), "JOINED 1 1 0");
+	expect(&fx->c[0], "RESTART 1");
+	expect(&fx->c[1], "RESTART 1");
+	/* Last call 0, yet a restarted round waits for its members. */
+	expect(join(fx, 1, "new"), "JOINED 1 2 0");
+	expect_none(&fx->c[1]);
+	expect(join(fx, 0, "new"), "JOINED 1 3 0");
+	expect(&fx->c[0], "ROUND 1 0 3 0 12 0 12 n0 29500");
+	expect(&fx->c[1], "ROUND 1 1 3 4 12");
+	expect(&fx->c[2], "ROUND 1 2 3 8 12");
+}
+
+static void
+test_restart_waits_bounded(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->max = 4;
+	two_running(fx);
+	join(fx, 2, "new");
+	expect(&fx->c[0], "RESTART 1");
+	expect(&fx->c[1], "RESTART 1");
+	expect(join(fx, 0, "new"), "JOINED 1 2 0");
+	/* n1 never comes back but keeps its connection alive. */
+	advance(fx, RECOVERY / 2);
+	say(fx, &fx->c[1], "PING\n");
+	expect_none(&fx->c[0]);
+	advance(fx, RECOVERY / 2);
+	expect(&fx->c[0], "ROUND 1 0 2 0 8");
+	expect(&fx->c[2], "JOINED 1 1 0");
+	expect(&fx->c[2], "ROUND 1 1 2 4 8");
+	/* Late, it is a new member: one more round. */
+	expect(join(fx, 1, "new"), "JOINED 2 1 0");
+	expect(&fx->c[0], "RESTART 2");
+	expect(&fx->c[2], "RESTART 2");
+}
+
+static void
+test_wait_list(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->max = 2;
+	two_running(fx);
+	expect(join(fx, 2, "new"), "JOINED 0 0 1");
+	expect(&fx->c[0], "WAITING 1");
+	expect(&fx->c[1], "WAITING 1");
+	expect(join(fx, 3, "new"), "JOINED 0 0 2");
+	expect(&fx->c[0], "WAITING 2");
+	lose(fx, &fx->c[3]);
+	expect(&fx->c[0], "WAITING 1");
+	expect(&fx->c[1], "WAITING 2");
+	expect(&fx->c[1], "WAITING 1");
+	/* A member dies: the survivor restarts, the waiter gets in. */
+	lose(fx, &fx->c[0]);
+	expect(&fx->c[1], "RESTART 1");
+	expect(&fx->c[2], "JOINED 1 1 0");
+	expect(join(fx, 1, "new"), "JOINED 1 2 0");
+	expect(&fx->c[1], "ROUND 1 0 2 0 8 0 8 n1 29500");
+	expect(&fx->c[2], "ROUND 1 1 2 4 8 4 8 n1 29500");
+}
+
+static void
+test_node_loss(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	lose(fx, &fx->c[0]);
+	expect(&fx->c[1], "RESTART 1");
+	expect(join(fx, 1, "new"), "JOINED 1 1 0");
+	expect_none(&fx->c[1]);
+	expect(join(fx, 3, "new"), "JOINED 1 2 0");
+	expect(&fx->c[1], "ROUND 1 0 2 0 8 0 8 n1 29500");
+	expect(&fx->c[3], "ROUND 1 1 2 4 8 4 8 n1 29500");
+}
+
+static void
+test_leave_and_rejoin(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[0], "LEAVE\n");
+	assert_false(fx->c[0].closed);
+	expect(&fx->c[1], "RESTART 1");
+	expect(join(fx, 1, "new"), "JOINED 1 1 0");
+	expect(join(fx, 0, "new"), "JOINED 1 2 0");
+	expect(&fx->c[0], "ROUND 1 0 2");
+	expect(&fx->c[1], "ROUND 1 1 2");
+}
+
+static void
+test_member_rejoins_new(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->max = 2;
+	two_running(fx);
+	/* n1's group failed: it joins anew, n0 must restart too. */
+	expect(join(fx, 1, "new"), "JOINED 1 1 0");
+	expect(&fx->c[0], "RESTART 1");
+	expect(join(fx, 0, "new"), "JOINED 1 2 0");
+	expect(&fx->c[0], "ROUND 1 0 2");
+}
+
+static void
+test_barrier(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[1], "BARRIER 0\n");
+	expect_none(&fx->c[1]);
+	say(fx, &fx->c[1], "BARRIER 0\n");
+	expect_none(&fx->c[1]);
+	assert_false(fx->c[1].closed);
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	expect(&fx->c[0], "RELEASE 0");
+	expect(&fx->c[1], "RELEASE 0");
+	/* A finished node that goes causes no restart. */
+	lose(fx, &fx->c[1]);
+	expect_none(&fx->c[0]);
+}
+
+static void
+test_barrier_then_loss_releases(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	expect_none(&fx->c[0]);
+	lose(fx, &fx->c[1]);
+	expect(&fx->c[0], "RELEASE 0");
+}
+
+static void
+test_barrier_stale(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[0], "BARRIER 3\n");
+	expect(&fx->c[0], "ERR proto BARRIER 3");
+	assert_true(fx->c[0].closed);
+	expect(&fx->c[1], "RESTART 1");
+}
+
+static void
+test_close(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->max = 2;
+	two_running(fx);
+	join(fx, 2, "new");
+	expect(&fx->c[2], "JOINED 0 0 1");
+	expect(&fx->c[0], "WAITING 1");
+	expect(&fx->c[1], "WAITING 1");
+	say(fx, &fx->c[0], "CLOSE\n");
+	expect(&fx->c[2], "CLOSED");
+	assert_true(fx->c[2].closed);
+	expect_none(&fx->c[0]);
+	expect_none(&fx->c[1]);
+	assert_false(fx->c[0].closed);
+	expect(join(fx, 3, "new"), "ERR closed job job is closed");
+	assert_true(fx->c[3].closed);
+	/* A member's group failing after the close: refused too. */
+	expect(join(fx, 1, "new"), "ERR closed");
+	assert_true(fx->c[1].closed);
+	expect_none(&fx->c[0]);
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	expect(&fx->c[0], "RELEASE 0");
+}
+
+static void
+test_mismatch(void **state)
+{
+	struct fx *fx = *state;
+
+	join(fx, 0, "new");
+	fx->max = 4;
+	expect(join(fx, 1, "new"), "ERR mismatch job job has min:max 2:3, "
+	    "you asked 2:4");
+	assert_true(fx->c[1].closed);
+	fx->max = 3;
+	fx->last_call = 5;
+	expect(join(fx, 2, "new"), "ERR mismatch job job has last call 0 ms");
+	expect(&fx->c[0], "JOINED 0 1 0");
+	expect_none(&fx->c[0]);
+	assert_false(fx->c[0].closed);
+}
+
+static void
+test_bad_clients(void **state)
+{
+	struct fx *fx = *state;
+	char big[RDZV_LINE_MAX + 8];
+	struct fconn *c;
+
+	fx->min = 1;
+	fx->max = 1;
+	c = join(fx, 0, "new");
+	expect(c, "JOINED 0 1 0");
+	expect(c, "ROUND 0 0 1 0 4 0 4 n0 29500");
+
+	say(fx, fc_connect(fx, 1), "PING\n");
+	expect(&fx->c[1], "ERR proto JOIN expected");
+	assert_true(fx->c[1].closed);
+	say(fx, fc_connect(fx, 2), "\x7f" "ELF garbage\n");
+	expect(&fx->c[2], "ERR proto control or non-ASCII byte");
+	rdzv_server_input(fx->srv, fc_connect(fx, 3)->sc, "JO\0IN\n", 6,
+	    fx->now);
+	expect(&fx->c[3], "ERR proto NUL byte in line");
+	memset(big, 'A', sizeof(big));
+	rdzv_server_input(fx->srv, fc_connect(fx, 4)->sc, big, sizeof(big),
+	    fx->now);
+	expect(&fx->c[4], "ERR toolong line 1 longer than 1024 bytes");
+	assert_true(fx->c[4].closed);
+	/* 1023 bytes and '\n' is the longest line there is. */
+	memset(big, 'A', RDZV_LINE_MAX - 1);
+	big[RDZV_LINE_MAX - 1] = '\n';
+	rdzv_server_input(fx->srv, fc_connect(fx, 5)->sc, big, RDZV_LINE_MAX,
+	    fx->now);
+	expect(&fx->c[5], "ERR proto unknown verb");
+	/* A server message from a client. */
+	join(fx, 6, "new");
+	expect(&fx->c[6], "JOINED 0 0 1");
+	say(fx, &fx->c[6], "ROUND 0 0 1 0 4 0 4 a 1\n");
+	expect(&fx->c[6], "ERR proto ROUND is not a client message");
+	expect(c, "WAITING 1");
+	expect(c, "WAITING 0");
+	/* A bad token, another version. */
+	fc_connect(fx, 7);
+	say(fx, &fx->c[7], "JOIN 1 job x 00000000000000000000000000000000"
+	    "00000000000000000000000000000000 4 1 1 0 r a 1 new\n");
+	expect(&fx->c[7], "ERR auth bad token");
+	fc_connect(fx, 8);
+	say(fx, &fx->c[8], "JOIN 2 job x 00000000000000000000000000000000"
+	    "00000000000000000000000000000000 4 1 1 0 r a 1 new\n");
+	expect(&fx->c[8], "ERR version 2 not supported, this server speaks 1");
+	/* The running node saw none of it. */
+	expect_none(c);
+	assert_false(c->closed);
+}
+
+static void
+test_split_lines(void **state)
+{
+	struct fx *fx = *state;
+	char mac[RDZV_MAC_LEN + 1], line[RDZV_LINE_MAX];
+	struct fconn *c = fc_connect(fx, 0);
+	size_t i;
+
+	rdzv_mac(TOKEN, c->nonce, "job", "n0", mac);
+	snprintf(line, sizeof(line), "JOIN 1 job n0 %s 4 2 3 0 r a 1 new\n"
+	    "PING\n", mac);
+	for (i = 0; line[i] != '\0'; i++)
+		rdzv_server_input(fx->srv, c->sc, &line[i], 1, fx->now);
+	expect(c, "JOINED 0 1 0");
+	expect_none(c);
+	assert_false(c->closed);
+}
+
+static void
+test_heartbeat(void **state)
+{
+	struct fx *fx = *state;
+	struct fconn *n0 = &fx->c[0], *n1 = &fx->c[1], *quiet, *trickle;
+
+	two_running(fx);
+	n0->pings = n1->pings = n0->silent = n1->silent = true;
+	quiet = fc_connect(fx, 5);
+	trickle = fc_connect(fx, 6);
+	advance(fx, HB);
+	expect(n0, "PING");
+	expect(n1, "PING");
+	expect_none(quiet);
+	say(fx, trickle, "J");
+	say(fx, n0, "PING\n");
+	advance(fx, HB);
+	say(fx, trickle, "O");
+	say(fx, n0, "PI");
+	advance(fx, HB);
+	/* Not a JOIN within 3 heartbeats, trickle or not. */
+	expect(quiet, "ERR proto no JOIN within 300 ms");
+	assert_true(quiet->closed);
+	assert_true(trickle->closed);
+	/* n1 was silent for 3 heartbeats. */
+	expect(n1, "PING");
+	expect_none(n1);
+	assert_true(n1->closed);
+	expect(n0, "PING");
+	expect(n0, "PING");
+	expect(n0, "RESTART 1");
+	assert_false(n0->closed);
+	/* Its half line does not count as a sign of life. */
+	advance(fx, HB);
+	assert_true(n0->closed);
+}
+
+static void
+test_not_reading(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	fx->c[1].stuck = true;
+	lose(fx, &fx->c[0]);
+	assert_true(fx->c[1].closed);
+}
+
+static void
+test_reconnect(void **state)
+{
+	struct fx *fx = *state;
+	struct fconn *old;
+
+	two_running(fx);
+	old = &fx->c[1];
+	fc_connect(fx, 7);
+	join_full(fx, &fx->c[7], "job", "n1", 4, "default", "running 0 1 2");
+	assert_true(old->closed);
+	expect_none(&fx->c[7]);
+	expect_none(&fx->c[0]);
+	say(fx, &fx->c[7], "BARRIER 0\n");
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	expect(&fx->c[7], "RELEASE 0");
+	/* Stale state: told to restart, and no member any more. */
+	fc_connect(fx, 8);
+	join_full(fx, &fx->c[8], "job", "n0", 4, "default", "running 5 0 2");
+	expect(&fx->c[8], "RESTART 1");
+	assert_true(fx->c[0].closed);
+}
+
+static void
+test_replace_connection(void **state)
+{
+	struct fx *fx = *state;
+
+	expect(join(fx, 0, "new"), "JOINED 0 1 0");
+	fc_connect(fx, 4);
+	join_full(fx, &fx->c[4], "job", "n0", 4, "default", "new");
+	assert_true(fx->c[0].closed);
+	expect(&fx->c[4], "JOINED 0 1 0");
+}
+
+static void
+test_recovery(void **state)
+{
+	struct fx *fx = *state;
+
+	/* A restarted server: the nodes come back to round 3. */
+	expect_none(join(fx, 1, "running 3 1 2"));
+	assert_false(fx->c[1].closed);
+	expect(join(fx, 2, "running 3 1 2"), "RESTART 4");
+	expect(join(fx, 3, "running 2 0 2"), "RESTART 4");
+	expect(join(fx, 4, "new"), "JOINED 3 0 1");
+	join(fx, 0, "running 3 0 2");
+	/* Both are back; the waiter fits: a new round. */
+	expect(&fx->c[0], "RESTART 4");
+	expect(&fx->c[1], "RESTART 4");
+	expect(&fx->c[4], "JOINED 4 1 0");
+}
+
+static void
+test_recovery_done(void **state)
+{
+	struct fx *fx = *state;
+
+	expect_none(join(fx, 0, "done 3 0 2"));
+	expect_none(join(fx, 1, "running 3 1 2"));
+	say(fx, &fx->c[1], "BARRIER 3\n");
+	expect(&fx->c[0], "RELEASE 3");
+	expect(&fx->c[1], "RELEASE 3");
+}
+
+static void
+test_recovery_timeout(void **state)
+{
+	struct fx *fx = *state;
+
+	expect_none(join(fx, 0, "running 3 0 2"));
+	advance(fx, RECOVERY - 1);
+	expect_none(&fx->c[0]);
+	advance(fx, 1);
+	expect(&fx->c[0], "RESTART 4");
+}
+
+static void
+test_limits(void **state)
+{
+	struct fx *fx = fx_new(2);
+	char mac[RDZV_MAC_LEN + 1], line[RDZV_LINE_MAX];
+
+	(void)state;
+	fx->min = 1;
+	fx->max = 1;
+	fc_connect(fx, 0);
+	join_full(fx, &fx->c[0], "j1", "a", 1, "r", "new");
+	expect(&fx->c[0], "JOINED 0 1 0");
+	expect(&fx->c[0], "ROUND 0 0 1");
+	fc_connect(fx, 1);
+	join_full(fx, &fx->c[1], "j2", "a", 1, "r", "new");
+	fc_connect(fx, 2);
+	join_full(fx, &fx->c[2], "j3", "a", 1, "r", "new");
+	expect(&fx->c[2], "ERR limit too many jobs");
+	/* A closed job with no node left makes room. */
+	say(fx, &fx->c[0], "CLOSE\n");
+	fc_connect(fx, 3);
+	join_full(fx, &fx->c[3], "j3", "a", 1, "r", "new");
+	expect(&fx->c[3], "ERR limit too many jobs");
+	lose(fx, &fx->c[0]);
+	assert_int_equal(rdzv_server_njobs(fx->srv), 2);
+	fc_connect(fx, 4);
+	join_full(fx, &fx->c[4], "j3", "a", 1, "r", "new");
+	expect(&fx->c[4], "JOINED 0 1 0");
+	/* j1 was evicted: a JOIN to it creates it anew. */
+	lose(fx, &fx->c[1]);
+	assert_int_equal(rdzv_server_njobs(fx->srv), 1);
+	fc_connect(fx, 5);
+	rdzv_mac(TOKEN, fx->c[5].nonce, "j1", "a", mac);
+	snprintf(line, sizeof(line), "JOIN 1 j1 a %s 1 1 17 0 r a 1 new\n",
+	    mac);
+	say(fx, &fx->c[5], line);
+	expect(&fx->c[5], "ERR limit max 17 above this server's limit of 16");
+	rdzv_server_free(fx->srv);
+	free(fx);
+}
+
+#define T(f)	cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_min_completes),
+		T(test_last_call),
+		T(test_below_min_clears_deadline),
+		T(test_max_completes_at_once),
+		T(test_roles),
+		T(test_scale_up),
+		T(test_restart_waits_bounded),
+		T(test_wait_list),
+		T(test_node_loss),
+		T(test_leave_and_rejoin),
+		T(test_member_rejoins_new),
+		T(test_barrier),
+		T(test_barrier_then_loss_releases),
+		T(test_barrier_stale),
+		T(test_close),
+		T(test_mismatch),
+		T(test_bad_clients),
+		T(test_split_lines),
+		T(test_heartbeat),
+		T(test_not_reading),
+		T(test_reconnect),
+		T(test_replace_connection),
+		T(test_recovery),
+		T(test_recovery_done),
+		T(test_recovery_timeout),
+		cmocka_unit_test(test_limits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
