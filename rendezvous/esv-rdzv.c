@@ -488,7 +488,7 @@ main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rdzv_server_conf conf = { .heartbeat_ms = 500,
+	struct rdzv_server_conf conf = { .heartbeat_ms = 400,
 	    .max_jobs = 1024, .max_nodes = 8192, .recovery_ms = 5000 };
 	struct rdzv_server_ops ops = { op_send, op_close, NULL };
 	const char *listens[LISTEN_MAX];
