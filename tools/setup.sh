@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential pkg-config meson ninja-build libbsd-dev libinih-dev
+pkgs=(build-essential pkg-config meson ninja-build libbsd-dev libmd-dev libinih-dev
       libjansson-dev libcmocka-dev runit iproute2 procps python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -41,7 +41,7 @@
 #	assert_no_grep FILE ERE [WHAT]	assert_no_grep_F FILE STRING [WHAT]
 #	assert_file PATH	assert_no_file PATH
 #	assert_json FILE	FILE parses as JSON
-#	count_lines FILE ERE	number of lines matching
+#	count_lines FILE ERE	number of lines matching (0 if no FILE)
 
 : "${ESV_BIN_DIR:=/work/main/build/supervisor}"
 # Absolute, as workers and symlinks made in $T refer to it.
@@ -291,5 +291,7 @@ assert_json()
 
 count_lines()
 {
-	grep -cE -- "$2" "$1" 2>/dev/null
+	local n
+	n=$(grep -cE -- "$2" "$1" 2>/dev/null)
+	echo "${n:-0}"
 }

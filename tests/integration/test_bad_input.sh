@@ -155,8 +155,20 @@ newcase
 config_error "--standalone with --nnodes 2" ".*(standalone|nnodes)" \
     --standalone --nnodes 2 --no-python -- "$W"
 newcase
-config_error "--rdzv-backend c10d" ".*rdzv.backend.*c10d" \
+config_error "--rdzv-backend etcd" ".*rdzv.backend.*etcd" \
+    --rdzv-backend etcd --no-python -- "$W"
+newcase
+config_error "--rdzv-backend c10d without an endpoint" ".*rdzv_endpoint" \
     --rdzv-backend c10d --no-python -- "$W"
+newcase
+config_error "an unknown --rdzv-conf key" "rdzv_conf: jion_timeout: unknown key" \
+    --rdzv-conf jion_timeout=5 --no-python -- "$W"
+newcase
+echo secret-secret-secret >"$T/loose.token"
+chmod 644 "$T/loose.token"
+config_error "a token file others can read" ".*loose.token.*" \
+    --rdzv-backend esv --rdzv-endpoint 127.0.0.1:1 \
+    --rdzv-conf token_file="$T/loose.token" --no-python -- "$W"
 newcase
 config_error "--restart-delay-max below --restart-delay" ".*restart" \
     --restart-delay 10s --restart-delay-max 1s --no-python -- "$W"
