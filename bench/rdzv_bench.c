@@ -6,14 +6,15 @@
  * each on its own TCP connection, join one round of run ID with
  * min = max = K and last call 0, so the round completes at the K-th join.
  *
- * Every child connects and reads the greeting first, then all of them wait
- * on one pipe; the parent closes it to release the K joins at once, so the
- * server sees a burst, the hard case.  Each child stamps CLOCK_MONOTONIC
- * just before it writes its JOIN and just after the read that completed
- * its ROUND line, and sends both stamps and its ranks to the parent in one
- * record over a shared pipe (one write below PIPE_BUF: atomic).  The
- * children stay connected, answering PINGs, until the parent has every
- * record, so no node leaves while the server is still sending rounds.
+ * Every child is forked and waiting on one pipe before any connects; the
+ * parent closes the pipe to release all K at once.  Each then connects,
+ * reads the greeting and sends its JOIN, so the server sees a burst, the
+ * hard case.  Each child stamps CLOCK_MONOTONIC just before it writes its
+ * JOIN and just after the read that completed its ROUND line, and sends
+ * both stamps and its ranks to the parent in one record over a shared
+ * pipe (one write below PIPE_BUF: atomic).  The children stay connected,
+ * answering PINGs, until the parent has every record, so no node leaves
+ * while the server is still sending rounds.
  *
  * The parent checks the group ranks are a permutation of 0..K-1 with one
  * round number and the sizes K and K*nproc, and prints one line:
@@ -207,7 +208,10 @@ make_join(const struct opts *o, unsigned node, const char *nonce,
 	j->state = RS_NEW;
 }
 
-/* Block until the parent closes the write end of fd; answer PINGs. */
+/*
+ * Block until the parent closes the write end of fd; answer PINGs if
+ * connected (poll skips a negative fd).
+ */
 static void
 child_wait(struct conn *c, int fd, int out, struct report *r)
 {
@@ -236,12 +240,20 @@ child_wait(struct conn *c, int fd, int out, struct report *r)
 static void __attribute__((noreturn))
 child(const struct opts *o, const struct pipes *p, unsigned node)
 {
-	struct report r = { .node = node };
-	struct conn c = { .len = 0 };
+	struct report r = { .node = node, .phase = PH_READY };
+	struct conn c = { .fd = -1 };
 	struct rdzv_msg m;
 	char why[256], nonce[RDZV_NONCE_LEN + 1];
 	int out = p->report[1], one = 1;
 
+	/*
+	 * Connect only once released: the server drops a connection that
+	 * has not joined within 3 heartbeats, which forking K clients can
+	 * take longer than.
+	 */
+	if (write_all(out, &r, sizeof(r)) == -1)
+		_exit(1);
+	child_wait(&c, p->go[0], out, &r);
 	if ((c.fd = socket(o->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC,
 	    0)) == -1)
 		child_exit(out, &r, "socket: %s", strerror(errno));
@@ -253,11 +265,6 @@ child(const struct opts *o, const struct pipes *p, unsigned node)
 	if (m.verb != RV_HELLO || m.u.hello.version != RDZV_PROTO_VERSION)
 		child_exit(out, &r, "greeting: not ESV-RDZV 1");
 	strlcpy(nonce, m.u.hello.nonce, sizeof(nonce));
-	r.phase = PH_READY;
-	if (write_all(out, &r, sizeof(r)) == -1)
-		_exit(1);
-
-	child_wait(&c, p->go[0], out, &r);
 	make_join(o, node, nonce, &m);
 	r.t_join = now_ns();
 	if (conn_send(&c, &m) == -1)
@@ -558,7 +565,7 @@ main(int argc, char *argv[])
 	}
 	if (failed == 0 && got < o.nodes) {
 		warnx("timeout: %u of %u clients %s after %u s", o.nodes - got,
-		    o.nodes, p.go[1] == -1 ? "got no ROUND" : "not connected",
+		    o.nodes, p.go[1] == -1 ? "got no ROUND" : "not started",
 		    o.timeout_s);
 		failed = 1;
 	}
