@@ -492,7 +492,7 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 	static const char *const reasons[] = { [STOP_NONE] = "none",
 		[STOP_FAILURE] = "failure", [STOP_MANUAL] = "restart",
 		[STOP_DOWN] = "down", [STOP_SIGNAL] = "signal",
-		[STOP_EXIT] = "exit" };
+		[STOP_EXIT] = "exit", [STOP_MEMBERSHIP] = "membership" };
 
 	group_signal(sv, signo);
 	if (signo != SIGCONT && signo != SIGKILL)

@@ -106,6 +106,13 @@ for n in a b; do
 	    "$n: membership restarts"
 done
 
+note "esv-rdzv refuses a token file others may read"
+echo secret-secret-secret >"$T/loose"
+chmod 644 "$T/loose"
+assert_rc 100 "$RDZV" --listen 127.0.0.1:0 --token-file "$T/loose"
+assert_grep "$T/err" 'loose'
+assert_eq "$(wc -l <"$T/err")" 1 "esv-rdzv's error lines"
+
 note "a node with the wrong token is refused at once"
 make_token "$T/other"
 RZ_CONF="token_file=$T/other" node w

@@ -53,4 +53,16 @@ for n in a b; do
 done
 assert_grep "$RDZV_ERR" 'job job1'
 kill -0 "$NODE_PID_a" && kill -0 "$NODE_PID_b" || fail "a survivor died"
+
+note "below min nodes: the survivor waits for a join"
+kill -KILL "$NODE_PID_b"
+wait_for -t 10 eval '[ "$(kv "$T/a/supervise/state" state)" = joining ]' ||
+    fail "a is not waiting for a join: $(kv "$T/a/supervise/state" state)"
+sleep 1.5
+assert_eq "$(kv "$T/a/supervise/state" state)" joining "a's state, alone"
+ctl status "$T/a" >"$T/status"
+assert_grep "$T/status" 'joining'
+node d
+wait_recs a 'world=2 ' 3 || fail "a: no round with d: $(cat "$T/a.err")"
+wait_recs d 'world=2 ' 1 || fail "d: no round with a: $(cat "$T/d.err")"
 exit 0

@@ -39,6 +39,27 @@ note "a round of 1 after ${dt} ms (last call 1500 ms)"
 [ "$dt" -ge 1400 ] || fail "round completed after $dt ms, before the last call"
 [ "$dt" -lt 6000 ] || fail "round completed only after $dt ms"
 
+note "--local-addr: what group rank 0 publishes as MASTER_ADDR"
+RZ_JOB=local RZ_NNODES=2:2 node e --local-addr 127.0.0.2
+RZ_JOB=local RZ_NNODES=2:2 node f --local-addr 127.0.0.2
+wait_recs e 'world=2 ' 1 || fail "local_addr: no round: $(cat "$T/e.err")"
+assert_eq "$(field "$(last_rec e)" master | cut -d: -f1)" 127.0.0.2 \
+    "MASTER_ADDR with --local-addr"
+
+note "at max nodes a newcomer waits; closing the job turns it away"
+RZ_JOB=full RZ_NNODES=1:1 RZ_STOP_FLAG=$T/stop.full node g
+wait_recs g 'world=1 ' 1 || fail "full: no round: $(cat "$T/g.err")"
+RZ_JOB=full RZ_NNODES=1:1 node h
+wait_for -t 10 eval '[ "$(kv "$T/g/supervise/state" nodes_waiting)" = 1 ]' ||
+    fail "g does not see h waiting: $(cat "$T/g/supervise/state")"
+ctl status "$T/g" >"$T/status"
+assert_grep "$T/status" 'nodes waiting 1'
+assert_eq "$(recs h .)" 0 "h's workers while waiting"
+touch "$T/stop.full"
+wait_sup -t 20 "$NODE_PID_g"; assert_eq $? 0 "g's exit status"
+wait_sup -t 10 "$NODE_PID_h"; assert_eq $? 1 "h's exit status"
+assert_grep "$T/h.err" 'closed'
+
 note "join timeout: min 2, one node, 2 s"
 t0=$(ms)
 RZ_JOB=lonely RZ_CONF="token_file=$T/token,join_timeout=2s" node d
