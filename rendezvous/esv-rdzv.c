@@ -144,11 +144,14 @@ op_send(void *ctx, void *conn, const char *line, size_t len)
 	char *nb;
 
 	(void)ctx;
-	if (c->overflow || c->w.fd == -1)
+	if (c->overflow || c->w.fd == -1) {
+		errno = EPIPE;
 		return -1;
+	}
 	if (c->outlen + len > OUT_MAX ||
 	    (nb = realloc(c->out, c->outlen + len)) == NULL) {
 		c->overflow = true;
+		errno = ENOBUFS;
 		return -1;
 	}
 	c->out = nb;

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,8 +136,9 @@ send_line(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *line,
 		return;
 	if (srv->conf.verbose)
 		info_msg("%s: > %.*s", sc->peer, (int)len - 1, line);
+	/* A peer that hung up is no slow reader: say which it was. */
 	if (srv->ops.send(srv->ops.ctx, sc->conn, line, len) == -1)
-		srv_kill(srv, sc, "not reading");
+		srv_kill(srv, sc, errno == ENOBUFS ? "not reading" : "eof");
 }
 
 void

@@ -2,6 +2,7 @@
  * The esv-rdzv state machine driven by fake connections and a fake
  * clock: every assertion is on the lines a node would receive.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,8 +48,10 @@ fake_send(void *ctx, void *conn, const char *line, size_t len)
 	(void)ctx;
 	assert_false(c->closed);
 	assert_true(len > 0 && line[len - 1] == '\n');
-	if (c->stuck)
+	if (c->stuck) {
+		errno = ENOBUFS;	/* as esv-rdzv says a full queue */
 		return -1;
+	}
 	if (!c->pings && strcmp(line, "PING\n") == 0)
 		return 0;
 	assert_true(c->n < NLINES);
