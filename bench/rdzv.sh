@@ -17,24 +17,13 @@
 #   BENCH_KEEP          keep the token, the server's log and the outputs here
 set -eu
 
-bench=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$bench")
+. "$(dirname "$0")/common.sh" rdzv-bench
 : "${ESV_BUILD:=$root/build}"
 : "${BENCH_RUNS:=5}"
 : "${BENCH_K:=2 64 512}"
 : "${BENCH_TORCH_RUNS:=3}"
 : "${BENCH_TORCH_K=2 4 8}"
 : "${BENCH_HEARTBEAT:=}"
-python=/usr/bin/python3
-
-export BENCH_KEEP=${BENCH_KEEP:-}
-if [ -n "$BENCH_KEEP" ]; then
-	work=$BENCH_KEEP
-	mkdir -p "$work"
-else
-	work=$(mktemp -d "${TMPDIR:-/tmp}/esv-rdzv-bench.XXXXXX")
-	trap 'rm -rf "$work"' EXIT
-fi
 
 gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I"$root/lib" \
     -o "$work/rdzv_bench" "$bench/rdzv_bench.c" "$root/lib/rdzvproto.c" \

@@ -15,24 +15,13 @@
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
 
-bench=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$bench")
+. "$(dirname "$0")/common.sh" bench
 : "${ESV_BIN_DIR:=$root/build/supervisor}"
 : "${BENCH_REPS:=5}"
 : "${BENCH_SIZES:=4 64 256}"
 : "${BENCH_RESTART_SIZES:=4 64 256}"
 : "${BENCH_TOOLS:=floor spawnfloor esv torchrun}"
 : "${BENCH_FAIL_MS:=200}"
-python=/usr/bin/python3
-
-export BENCH_KEEP=${BENCH_KEEP:-}
-if [ -n "$BENCH_KEEP" ]; then
-	work=$BENCH_KEEP
-	mkdir -p "$work"
-else
-	work=$(mktemp -d "${TMPDIR:-/tmp}/esv-bench.XXXXXX")
-	trap 'rm -rf "$work"' EXIT
-fi
 
 # Static when the C library allows it: no dynamic loader in any exec, so
 # the worker's own start-up cost is the same small constant for everyone.
