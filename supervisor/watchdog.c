@@ -1,0 +1,251 @@
+/*
+ * esv-watchdogd as the supervisor's child (esv-watchdogd(8)): torch's
+ * FileTimerServer, told over a socketpair which pids are the workers.
+ *
+ * The FIFO is ours: made before the watchdog starts and kept open for
+ * reading here, so that a worker's non-blocking open never fails (torch's
+ * client would raise) while the watchdog is being restarted; what is
+ * written meanwhile waits in the pipe for the next watchdog.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "atomicfile.h"
+#include "ctldir.h"
+#include "msg.h"
+#include "progpath.h"
+#include "supervise.h"
+#include "wdchan.h"
+
+/* A watchdog that dies faster than this is restarted only after it. */
+#define WD_RESTART_MS	1000
+
+extern char **environ;
+
+static void	wd_read(struct watch *w, uint32_t events);
+
+static int
+make_fifo(const char *path)
+{
+	struct stat st;
+
+	/* As torch's server: whatever was there is replaced. */
+	if (lstat(path, &st) == 0 && unlink(path) == -1)
+		return -1;
+	return mkfifo(path, 0600);
+}
+
+static void
+wd_spawn(struct supervisor *sv)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	char path[PATH_MAX];
+	char *argv[] = { path, "--fifo", sv->wd_fifo, "--socket", sv->wd_sock,
+	    "--control-fd", "3", NULL };
+	sigset_t none;
+	int sp[2], e;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
+		warn_sys("unable to create the watchdog's socketpair");
+		return;
+	}
+	prog_path("esv-watchdogd", "watchdog", "ESV_WATCHDOGD", path,
+	    sizeof(path));
+	sigemptyset(&none);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGMASK);
+	posix_spawn_file_actions_init(&fa);
+	e = posix_spawn_file_actions_adddup2(&fa, sp[1], 3);
+	if (e == 0)
+		e = posix_spawnp(&sv->wd_pid, path, &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(sp[1]);
+	if (e != 0) {
+		warn_msg("unable to start %s: %s", path, strerror(e));
+		close(sp[0]);
+		sv->wd_pid = 0;
+		return;
+	}
+	sv->wd_started_ms = mono_ms();
+	sv->wdw = (struct watch){ .fd = sp[0], .fn = wd_read, .ctx = sv };
+	sv->wd_inlen = 0;
+	if (loop_add(&sv->loop, &sv->wdw, EPOLLIN) == -1)
+		die(111, "unable to watch the watchdog");
+	watchdog_pids(sv);
+}
+
+void
+watchdog_setup(struct supervisor *sv)
+{
+	const struct job_config *cfg = sv->cfg;
+
+	sv->wdw.fd = sv->wd_fifo_fd = -1;
+	if (!cfg->file_timer)
+		return;
+	if (cfg->timer_file[0] != '\0')
+		strlcpy(sv->wd_fifo, cfg->timer_file, sizeof(sv->wd_fifo));
+	else if (pathf(sv->wd_fifo, sizeof(sv->wd_fifo), "%s/%s", cfg->jobdir,
+	    ESV_TIMER_FIFO) == -1)
+		diex(100, "%s: JOBDIR path too long", cfg->jobdir);
+	if (pathf(sv->wd_sock, sizeof(sv->wd_sock), "%s/%s", cfg->jobdir,
+	    ESV_WATCHDOG_SOCK) == -1 || strlen(sv->wd_sock) >= 108)
+		diex(100, "%s/%s: too long for a UNIX socket", cfg->jobdir,
+		    ESV_WATCHDOG_SOCK);
+	if (make_fifo(sv->wd_fifo) == -1)
+		die(111, "unable to create the timer FIFO %s", sv->wd_fifo);
+	sv->wd_fifo_fd = open(sv->wd_fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (sv->wd_fifo_fd == -1)
+		die(111, "unable to open %s", sv->wd_fifo);
+	sv->wd_timer = (struct watch){ .fn = watchdog_timer, .ctx = sv };
+	if ((sv->wd_timer.fd = timer_open()) == -1 ||
+	    loop_add(&sv->loop, &sv->wd_timer, EPOLLIN) == -1)
+		die(111, "unable to create a timer");
+	wd_spawn(sv);
+}
+
+/* The current workers, so that no other pid is ever signalled. */
+void
+watchdog_pids(struct supervisor *sv)
+{
+	pid_t pids[ESV_MAX_NPROC];
+	size_t n = 0;
+	unsigned i;
+	char *line;
+
+	if (sv->wdw.fd == -1)
+		return;
+	for (i = 0; i < sv->nworkers; i++)
+		if (sv->workers[i].pid > 0)
+			pids[n++] = sv->workers[i].pid;
+	if ((line = wdchan_pids(pids, n)) == NULL)
+		return;
+	/* A few bytes per pid: the socket buffer takes thousands. */
+	if (send(sv->wdw.fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	    -1)
+		warn_sys("unable to tell the watchdog the workers");
+	free(line);
+}
+
+static void
+on_expired(struct supervisor *sv, const struct wd_expired *x)
+{
+	sv->timers_expired++;
+	events_log(sv, "timer.expired", json_pack("{si ss si sf sf sb}",
+	    "pid", (int)x->pid, "scope", x->scope, "signal", x->signal,
+	    "deadline", x->deadline, "lateness_ms", x->lateness_ms, "sent",
+	    x->sent));
+	report_group(sv);
+}
+
+static void
+wd_lost(struct supervisor *sv)
+{
+	loop_del(&sv->loop, &sv->wdw);
+	close(sv->wdw.fd);
+	sv->wdw.fd = -1;
+}
+
+static void
+wd_read(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+	struct wd_expired x;
+	char err[128], *nl, *p;
+	pid_t *pids;
+	size_t n;
+	ssize_t r;
+
+	(void)events;
+	r = read(w->fd, sv->wd_in + sv->wd_inlen,
+	    sizeof(sv->wd_in) - 1 - sv->wd_inlen);
+	if (r <= 0) {
+		if (r == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		wd_lost(sv);	/* its exit comes with SIGCHLD */
+		return;
+	}
+	sv->wd_inlen += r;
+	sv->wd_in[sv->wd_inlen] = '\0';
+	for (p = sv->wd_in; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		*nl = '\0';
+		switch (wdchan_parse_control(p, &pids, &n, &x, err,
+		    sizeof(err))) {
+		case 'e':
+			on_expired(sv, &x);
+			break;
+		case 'p':
+			free(pids);
+			warn_msg("watchdog: sent us a pid list");
+			break;
+		default:
+			warn_msg("watchdog: unexpected line: %s", err);
+		}
+	}
+	sv->wd_inlen -= p - sv->wd_in;
+	memmove(sv->wd_in, p, sv->wd_inlen);
+	if (sv->wd_inlen == sizeof(sv->wd_in) - 1)
+		sv->wd_inlen = 0;	/* no line is that long: resync */
+}
+
+/* SIGCHLD said our watchdog died: a new one, with the current workers. */
+void
+watchdog_died(struct supervisor *sv, int status)
+{
+	long long ran = mono_ms() - sv->wd_started_ms;
+
+	warn_msg("esv-watchdogd (pid %d) %s %d: restarting it",
+	    (int)sv->wd_pid, WIFSIGNALED(status) ? "killed by signal" :
+	    "exited", WIFSIGNALED(status) ? WTERMSIG(status) :
+	    WEXITSTATUS(status));
+	events_log(sv, "watchdog.restart", json_pack("{si}", "pid",
+	    (int)sv->wd_pid));
+	sv->wd_pid = 0;
+	if (sv->wdw.fd != -1)
+		wd_lost(sv);
+	if (ran < WD_RESTART_MS) {
+		timer_arm_ms(sv->wd_timer.fd, WD_RESTART_MS - ran);
+		return;
+	}
+	wd_spawn(sv);
+}
+
+void
+watchdog_timer(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+
+	(void)events;
+	timer_ack(w->fd);
+	if (sv->wd_pid == 0)
+		wd_spawn(sv);
+}
+
+/* Our end closing tells the watchdog to go; the FIFO goes with us. */
+void
+watchdog_stop(struct supervisor *sv)
+{
+	if (sv->wd_fifo_fd == -1)
+		return;
+	if (sv->wdw.fd != -1)
+		wd_lost(sv);
+	if (sv->wd_pid > 0)
+		kill(sv->wd_pid, SIGTERM);
+	unlink(sv->wd_fifo);
+	close(sv->wd_fifo_fd);
+	sv->wd_fifo_fd = -1;
+}

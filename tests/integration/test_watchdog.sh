@@ -1,0 +1,92 @@
+#!/bin/bash
+# esv-watchdogd under esv-supervise, driven by workers that write torch's
+# FileTimerClient requests: release, replace, signal 0, expiry (with the
+# lateness), a foreign pid refused, an exited worker's timers dropped, bad
+# lines skipped one by one, and a killed watchdog replaced.
+. "$(dirname "$0")/lib.sh"
+esv_setup 170
+W=$WORKERS/wd_worker.py
+WD=${ESV_WATCHDOGD:-$ESV_BIN_DIR/../watchdog/esv-watchdogd}
+[ -x "$WD" ] || skip "$WD is not built"
+
+# wd_job NAME PLAN [OPTIONS...]: run one job of one worker; SUP_RC set.
+wd_job()
+{
+	local name=$1 plan=$2
+	shift 2
+	REC=$T/rec.$name W_PLAN=$plan run_sup -t 30 "$T/$name" --file-timer \
+	    --python "$PY" "$@" -- "$W"
+}
+steps() { count_lines "$T/rec.$1" "$2"; }
+expired_events() { count_lines "$T/$1/events.jsonl" '"timer.expired"'; }
+
+note "release: a released timer never fires"
+TORCHELASTIC_TIMER_FILE=$T/custom.fifo wd_job rel "arm:s:0.5:15;sleep:0.2;release:s;sleep:1"
+assert_eq "$SUP_RC" 0 "release: exit status ($(cat "$T/rel.err"))"
+assert_eq "$(steps rel '^end ')" 1 "release: the worker ran to its end"
+assert_no_file "$T/custom.fifo"
+
+note "replace: a later request for the same scope wins"
+TORCHELASTIC_ENABLE_FILE_TIMER=1 REC=$T/rec.rep W_PLAN="arm:s:0.4:15;arm:s:3:15;sleep:1;release:s" \
+    run_sup -t 30 "$T/rep" --python "$PY" -- "$W"
+assert_eq "$SUP_RC" 0 "replace: exit status ($(cat "$T/rep.err"))"
+assert_eq "$(expired_events rep)" 0 "replace: expiries"
+
+note "signal 0: the timer is cleared, nothing is sent"
+wd_job zero "arm:s:0.3:0;sleep:1"
+assert_eq "$SUP_RC" 0 "signal 0: exit status ($(cat "$T/zero.err"))"
+assert_eq "$(expired_events zero)" 1 "signal 0: expiries"
+assert_grep "$T/zero/events.jsonl" '"sent": ?false'
+
+note "expiry: SIGTERM within 5 ms of the deadline"
+wd_job kill "arm:s:0.5:15;sleep:5"
+assert_eq "$SUP_RC" 1 "expiry: exit status"
+assert_eq "$(steps kill '^end ')" 0 "expiry: the worker was not stopped"
+assert_grep "$T/kill/events.jsonl" '"signal": ?"SIGTERM"'
+late=$(grep -h '"timer.expired"' "$T/kill/events.jsonl" |
+    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["lateness_ms"])')
+note "expiry lateness ${late} ms"
+"$PY" -c "import sys; sys.exit(0 if 0 <= $late < 5 else 1)" ||
+    fail "lateness $late ms"
+assert_grep "$T/kill.err" 'timer expired: pid [0-9]+ scope s'
+
+note "a foreign pid is refused, never signalled"
+sleep 30 &
+victim=$!
+echo "$victim" >"$T/victim"
+wd_job foreign "armpid:$T/victim:x:0.2:9;sleep:1"
+assert_eq "$SUP_RC" 0 "foreign: exit status ($(cat "$T/foreign.err"))"
+esv_alive "$victim" || fail "the foreign sleep was killed"
+assert_grep "$T/foreign.err" "$victim"
+kill "$victim"
+
+note "an exited worker's timers are dropped"
+W_RANK=1 W_OTHERS=1.5 wd_job gone "arm:s:0.5:9" --nproc-per-node 2
+assert_eq "$SUP_RC" 0 "exited worker: exit status ($(cat "$T/gone.err"))"
+assert_eq "$(expired_events gone)" 0 "exited worker: expiries"
+
+note "bad lines are skipped one by one"
+long=$(head -c 5000 /dev/zero | tr '\0' x)
+plan='raw:{not json\n;raw:'$long'\n;raw:[1, 2]\n'
+plan+=';raw:{"version": 1, "pid": 1, "scope_id": "a", "expiration_time": 1, "signal": 9, "extra": 1}\n'
+plan+=';raw:{"version": 1, "pid": "one", "scope_id": "a", "expiration_time": 1, "signal": 9}\n'
+plan+=';raw:{"version": 1, "pi;raw:\n;raw:\x00\n;arm:s:0.3:15;sleep:5'
+wd_job bad "$plan"
+assert_eq "$SUP_RC" 1 "bad lines: exit status (the valid request must still work)"
+assert_grep "$T/bad/events.jsonl" '"signal": ?"SIGTERM"'
+n=$(count_lines "$T/bad.err" 'esv-watchdogd: warning: .*line [0-9]+')
+[ "$n" -ge 6 ] || fail "bad lines: $n warnings naming a line: $(cat "$T/bad.err")"
+assert_grep "$T/bad.err" 'extra'
+assert_grep "$T/bad.err" '4096'
+
+note "a killed watchdog is replaced and told the workers again"
+REC=$T/rec.wdk W_PLAN="sleep:2.5;arm:s:0.3:15;sleep:5" start_sup "$T/wdk" \
+    --file-timer --python "$PY" -- "$W"
+wait_for -t 10 pgrep -f "esv-watchdogd --fifo $T/wdk/" >/dev/null ||
+    fail "no watchdog: $(cat "$T/wdk.err")"
+pkill -KILL -f "esv-watchdogd --fifo $T/wdk/"
+wait_sup -t 20
+assert_eq $? 1 "watchdog restart: exit status (the worker must be killed)"
+assert_grep "$T/wdk/events.jsonl" '"watchdog.restart"'
+assert_grep "$T/wdk/events.jsonl" '"timer.expired"'
+exit 0
