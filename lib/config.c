@@ -127,6 +127,11 @@ static const struct option_def options[] = {
 	    FIELD(standalone), 0, 0, NULL },
 	{ "local_addr", "local-addr", 0, "PET_LOCAL_ADDR", NULL, K_STR,
 	    FIELD(local_addr), 0, 0, NULL },
+	{ "file_timer", "file-timer", 0, "PET_FILE_TIMER",
+	    "TORCHELASTIC_ENABLE_FILE_TIMER", K_BOOL, FIELD(file_timer), 0, 0,
+	    NULL },
+	{ "timer_file", "timer-file", 0, "PET_TIMER_FILE",
+	    "TORCHELASTIC_TIMER_FILE", K_STR, FIELD(timer_file), 0, 0, NULL },
 	{ "log_dir", "log-dir", 0, "PET_LOG_DIR", NULL, K_STR, FIELD(log_dir),
 	    0, 0, NULL },
 	{ "redirects", "redirects", 'r', "PET_REDIRECTS", NULL, K_FN,
@@ -1008,6 +1013,8 @@ config_usage(FILE *fp)
 "  --rdzv-conf K=V,...              rendezvous settings\n"
 "  --standalone                     one node on its own\n"
 "  --local-addr ADDR                MASTER_ADDR this node publishes (esv)\n"
+"  --file-timer                     run esv-watchdogd for torch's FileTimerClient\n"
+"  --timer-file PATH                its FIFO (JOBDIR/supervise/timer.fifo)\n"
 "  --log-dir DIR                    worker logs (JOBDIR/logs)\n"
 "  -r, --redirects SPEC             0..3 or LOCAL_RANK:0..3,... (0)\n"
 "  -t, --tee SPEC                   same syntax as --redirects (0)\n"

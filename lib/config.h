@@ -55,6 +55,11 @@ struct job_config {
 	 * on the connection to esv-rdzv. */
 	char	 local_addr[256];
 
+	/* esv-watchdogd: torch's TORCHELASTIC_ENABLE_FILE_TIMER and its FIFO
+	 * ("" = JOBDIR/supervise/timer.fifo). */
+	bool	 file_timer;
+	char	 timer_file[PATH_MAX];
+
 	char	 log_dir[PATH_MAX];	/* "" means JOBDIR/logs */
 	char	 redirects[128];	/* torch Std syntax: "3" or "0:1,1:2" */
 	char	 tee[128];

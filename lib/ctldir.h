@@ -35,6 +35,8 @@
 #define ESV_STATE		"supervise/state"
 #define ESV_PGIDS		"supervise/pgids"
 #define ESV_FAILURE		"supervise/failure.json"
+#define ESV_TIMER_FIFO		"supervise/timer.fifo"	/* default FIFO */
+#define ESV_WATCHDOG_SOCK	"supervise/watchdog.sock"
 #define ESV_RDZV_TOKEN		"supervise/rdzv.token"	/* --standalone's */
 #define ESV_EVENT_DIR		"event"
 #define ESV_WORKERS_DIR		"workers"

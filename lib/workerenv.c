@@ -164,6 +164,8 @@ workerenv_own(struct envbuf *eb, const struct attempt_info *ai,
 	    envbuf_set(eb, "TORCHELASTIC_USE_AGENT_STORE",
 	    ai->use_agent_store ? "True" : "False") == -1 ||
 	    set_error_file(eb, ai, local_rank) == -1 ||
+	    (ai->timer_file != NULL &&
+	    envbuf_set(eb, "TORCHELASTIC_TIMER_FILE", ai->timer_file) == -1) ||
 	    set_inherited_or(eb, base_env, "NCCL_ASYNC_ERROR_HANDLING",
 	    "1") == -1 ||
 	    set_inherited_or(eb, base_env, "TORCH_NCCL_ASYNC_ERROR_HANDLING",

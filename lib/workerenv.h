@@ -20,6 +20,7 @@ struct attempt_info {
 	unsigned			 restart_count;
 	const char			*attempt_dir;	/* log dir of this attempt, "" if none */
 	bool				 use_agent_store;
+	const char			*timer_file;	/* esv-watchdogd's FIFO, or NULL */
 };
 
 /* An environment being built: a NULL-terminated "NAME=value" array. */

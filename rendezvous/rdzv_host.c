@@ -1,6 +1,5 @@
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include "progpath.h"
 #include "rdzv_host.h"
 
 extern char **environ;
@@ -22,31 +22,6 @@ extern char **environ;
  * last client is gone: it must not linger as a stray daemon.
  */
 #define HOST_IDLE_EXIT	"10"
-
-/* Beside our own executable (installed, or the build tree), else $PATH. */
-static void
-server_path(char *buf, size_t len)
-{
-	char self[PATH_MAX], *dir;
-	ssize_t n;
-	const char *env = getenv("ESV_RDZV");
-
-	if (env != NULL && *env != '\0') {
-		strlcpy(buf, env, len);
-		return;
-	}
-	strlcpy(buf, "esv-rdzv", len);
-	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
-		return;
-	self[n] = '\0';
-	dir = dirname(self);
-	if (pathf(buf, len, "%s/esv-rdzv", dir) == 0 && access(buf, X_OK) == 0)
-		return;
-	if (pathf(buf, len, "%s/../rendezvous/esv-rdzv", dir) == 0 &&
-	    access(buf, X_OK) == 0)
-		return;
-	strlcpy(buf, "esv-rdzv", len);
-}
 
 /* esv-rdzv on fd 3 = lfd, its stdout onto our stderr, in its own session. */
 static int
@@ -61,7 +36,7 @@ spawn_server(int lfd, const char *tokenfile, pid_t *pid, char *err,
 	sigset_t none;
 	int e;
 
-	server_path(path, sizeof(path));
+	prog_path("esv-rdzv", "rendezvous", "ESV_RDZV", path, sizeof(path));
 	sigemptyset(&none);
 	posix_spawnattr_init(&attr);
 	posix_spawnattr_setsigmask(&attr, &none);

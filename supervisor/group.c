@@ -60,6 +60,7 @@ supervisor_exit(struct supervisor *sv, int code)
 	 */
 	group_lock_release(sv);
 	close(sv->guardianfd);
+	watchdog_stop(sv);
 	exit(code);
 }
 
@@ -267,6 +268,7 @@ attempt_info(struct supervisor *sv, struct attempt_info *ai)
 	ai->restart_count = sv->restart_count;
 	ai->attempt_dir = sv->attempt_dir;
 	ai->use_agent_store = sv->round.use_agent_store;
+	ai->timer_file = sv->wd_fifo_fd != -1 ? sv->wd_fifo : NULL;
 }
 
 static void
@@ -398,6 +400,7 @@ group_launch(struct supervisor *sv)
 	}
 	guardian_flush(sv);
 	group_lock_release(sv);
+	watchdog_pids(sv);
 	sv->attempt++;
 	sv->attempt_started_ms = mono_ms();
 	sv->pid_since = wall_now();
@@ -536,7 +539,8 @@ kill_adopted(struct supervisor *sv)
 		pid = strtol(p, &end, 10);
 		if (end == p)
 			break;
-		if (pid > 1 && pid != sv->guardian_pid && pid != host_pid)
+		if (pid > 1 && pid != sv->guardian_pid && pid != host_pid &&
+		    pid != sv->wd_pid)
 			kill((pid_t)pid, SIGKILL);
 	}
 	free(text);
@@ -695,13 +699,14 @@ void
 flush_exits(struct supervisor *sv)
 {
 	struct worker *wk;
-	unsigned i;
+	unsigned i, exits = 0;
 
 	for (i = 0; i < sv->nworkers; i++) {
 		wk = &sv->workers[i];
 		if (!wk->exit_pending)
 			continue;
 		wk->exit_pending = false;
+		exits++;
 		if (wk->exec_errno != 0)
 			warn_msg("worker %u: unable to exec %s: %s",
 			    wk->local_rank, sv->cfg->no_python ?
@@ -718,6 +723,9 @@ flush_exits(struct supervisor *sv)
 		    wk->state == W_FAILED ? "failed" : "stopped"));
 		report_worker(sv, wk);
 	}
+	/* Before the pid can be reused: the dead worker's timers go. */
+	if (exits > 0)
+		watchdog_pids(sv);
 }
 
 /* SIGCHLD: reap everything; grandchildren we adopted are only reaped. */
@@ -737,6 +745,10 @@ group_reap(struct supervisor *sv)
 		}
 		if (rdzv_child_exited(&sv->rz, pid, status))
 			continue;
+		if (pid == sv->wd_pid) {
+			watchdog_died(sv, status);
+			continue;
+		}
 		if ((wk = find_worker(sv, pid)) == NULL)
 			continue;
 		worker_exited(sv, wk, status);

@@ -242,6 +242,7 @@ main(int argc, char **argv)
 		    "application");
 	sv.cfg = &cfg;
 	sv.grouplockfd = -1;
+	sv.wd_fifo_fd = sv.wdw.fd = -1;
 	sv.environ = environ;
 	sv.want = 'u';
 	sv.exit_code = 1;
@@ -258,6 +259,7 @@ main(int argc, char **argv)
 	open_control_dir(&sv);
 	setup_loop(&sv);
 	setup_rendezvous(&sv);
+	watchdog_setup(&sv);
 	guardian_start(&sv);
 	events_open(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",

@@ -130,6 +130,8 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, "rdzv_participants", "%u", rs.participants);
 	kv_addf(&kb, "nodes_waiting", "%u", rs.nodes_waiting);
 	kv_addf(&kb, "membership_restarts", "%u", sv->membership_restarts);
+	kv_add(&kb, "watchdog_socket", sv->wd_fifo_fd != -1 ? sv->wd_sock : "");
+	kv_addf(&kb, "timers_expired", "%u", sv->timers_expired);
 	kv_addf(&kb, "group_rank", "%u", r->group_rank);
 	kv_addf(&kb, "group_world_size", "%u", r->group_world_size);
 	kv_addf(&kb, "local_world_size", "%u", r->local_world_size);

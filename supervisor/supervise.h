@@ -67,6 +67,17 @@ struct supervisor {
 	int			 eventsfd;	/* JOBDIR/events.jsonl */
 	pid_t			 guardian_pid;
 
+	/* esv-watchdogd (watchdog.c), when file timers are on. */
+	pid_t			 wd_pid;
+	struct watch		 wdw, wd_timer;
+	int			 wd_fifo_fd;
+	long long		 wd_started_ms;
+	char			 wd_fifo[PATH_MAX];
+	char			 wd_sock[PATH_MAX];
+	char			 wd_in[1024];
+	size_t			 wd_inlen;
+	unsigned		 timers_expired;
+
 	struct loop		 loop;
 	struct watch		 sigw, ctlw, timerw;
 
@@ -160,6 +171,13 @@ unsigned	kill_lock_holders(dev_t dev, ino_t ino, int signo);
  */
 int	group_lock_take(struct supervisor *sv, bool at_start);
 void	group_lock_release(struct supervisor *sv);
+
+/* watchdog.c */
+void	watchdog_setup(struct supervisor *sv);
+void	watchdog_pids(struct supervisor *sv);
+void	watchdog_died(struct supervisor *sv, int status);
+void	watchdog_timer(struct watch *w, uint32_t events);
+void	watchdog_stop(struct supervisor *sv);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);
