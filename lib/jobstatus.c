@@ -11,6 +11,7 @@
 
 #include "ctldir.h"
 #include "jobstatus.h"
+#include "wdchan.h"
 #include "kvfile.h"
 
 /* Names and paths: a run id such as "42" must not turn into a number. */
@@ -261,6 +262,24 @@ fail:
 	return NULL;
 }
 
+/* The watchdog's own view (last progress), when the job runs one. */
+static json_t *
+load_watchdog(const json_t *job, int up)
+{
+	const char *sock = json_string_value(json_object_get(job,
+	    "watchdog_socket"));
+	struct wd_status ws;
+
+	if (!up || sock == NULL || *sock == '\0' ||
+	    wdchan_query(sock, 500, &ws) == -1)
+		return json_null();
+	return json_pack("{sf sI sI sI sI sI si}", "last_progress",
+	    ws.last_progress, "armed", (json_int_t)ws.armed, "requests",
+	    (json_int_t)ws.requests, "refused", (json_int_t)ws.refused,
+	    "expired", (json_int_t)ws.expired, "workers",
+	    (json_int_t)ws.workers, "pid", (int)ws.pid);
+}
+
 json_t *
 jobstatus_load(const char *jobdir)
 {
@@ -280,7 +299,8 @@ jobstatus_load(const char *jobdir)
 	    json_object_set_new(st, "supervisor",
 	    json_string(up ? "running" : "not running")) == -1 ||
 	    json_object_set_new(st, "job", job ? job : json_null()) == -1 ||
-	    json_object_set_new(st, "workers", workers) == -1) {
+	    json_object_set_new(st, "workers", workers) == -1 ||
+	    json_object_set_new(st, "watchdog", load_watchdog(job, up)) == -1) {
 		/* set_new consumed what it was given; drop what is left. */
 		if (st == NULL) {
 			json_decref(job);
@@ -395,6 +415,7 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 	const char *jobdir, *sup, *state, *pid;
 	char b1[64], b2[64];
 	long long secs;
+	json_t *v;
 	int up;
 
 	jobdir = json_string_value(json_object_get(st, "jobdir"));
@@ -415,6 +436,11 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 	if (seconds_since(job, "since", now, &secs))
 		fprintf(fp, " %llds", secs);
 	print_job_details(fp, job, now);
+	v = json_object_get(json_object_get(st, "watchdog"), "last_progress");
+	if (json_is_number(v))
+		fprintf(fp, ", last timer request %llds ago",
+		    now > json_number_value(v) ?
+		    (long long)(now - json_number_value(v)) : 0);
 	fputc('\n', fp);
 }
 

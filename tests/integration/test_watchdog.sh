@@ -84,6 +84,10 @@ REC=$T/rec.wdk W_PLAN="sleep:2.5;arm:s:0.3:15;sleep:5" start_sup "$T/wdk" \
     --file-timer --python "$PY" -- "$W"
 wait_for -t 10 pgrep -f "esv-watchdogd --fifo $T/wdk/" >/dev/null ||
     fail "no watchdog: $(cat "$T/wdk.err")"
+wait_for -t 5 eval 'ctl status "$T/wdk" >"$T/st" && grep -q "last timer request" "$T/st"' ||
+    fail "esv-ctl status lacks the watchdog's last progress: $(cat "$T/st")"
+ctl status --json "$T/wdk" >"$T/st.json"
+assert_grep "$T/st.json" '"last_progress"'
 pkill -KILL -f "esv-watchdogd --fifo $T/wdk/"
 wait_sup -t 20
 assert_eq $? 1 "watchdog restart: exit status (the worker must be killed)"
