@@ -47,6 +47,7 @@ set_state(struct supervisor *sv, enum group_state st)
 void
 supervisor_exit(struct supervisor *sv, int code)
 {
+	watchdog_stop(sv);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
 	while (sv->report_pending)
 		group_report_step(sv, false);
@@ -60,7 +61,6 @@ supervisor_exit(struct supervisor *sv, int code)
 	 */
 	group_lock_release(sv);
 	close(sv->guardianfd);
-	watchdog_stop(sv);
 	exit(code);
 }
 

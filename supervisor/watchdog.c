@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -236,12 +237,27 @@ watchdog_timer(struct watch *w, uint32_t events)
 		wd_spawn(sv);
 }
 
-/* Our end closing tells the watchdog to go; the FIFO goes with us. */
+/*
+ * Our end closing tells the watchdog to go; the FIFO goes with us.  Its
+ * report of the expiry that killed the last worker may still be on the
+ * way (it signals first, reports after): read until it hangs up, briefly.
+ */
 void
 watchdog_stop(struct supervisor *sv)
 {
+	struct pollfd pfd;
+	long long until = mono_ms() + 200;
+
 	if (sv->wd_fifo_fd == -1)
 		return;
+	if (sv->wdw.fd != -1)
+		shutdown(sv->wdw.fd, SHUT_WR);
+	while (sv->wdw.fd != -1 && mono_ms() < until) {
+		pfd = (struct pollfd){ .fd = sv->wdw.fd, .events = POLLIN };
+		if (poll(&pfd, 1, (int)(until - mono_ms())) <= 0)
+			break;
+		wd_read(&sv->wdw, EPOLLIN);
+	}
 	if (sv->wdw.fd != -1)
 		wd_lost(sv);
 	if (sv->wd_pid > 0)
