@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "msg.h"
 
 int
 loop_init(struct loop *lp)
@@ -109,4 +110,23 @@ wall_now(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void
+loop_daemon_init(struct loop *lp, struct watch *sigw, watch_fn *fn)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (loop_init(lp) == -1)
+		die(ESV_EXIT_SYSTEM, "epoll_create");
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigw->fn = fn;
+	if ((sigw->fd = signals_open(&set)) == -1)
+		die(ESV_EXIT_SYSTEM, "signalfd");
+	if (loop_add(lp, sigw, EPOLLIN) == -1)
+		die(ESV_EXIT_SYSTEM, "epoll_ctl");
 }

@@ -35,6 +35,13 @@ int	timer_arm_ms(int tfd, long long ms);
 /* Consume the expiration count so the fd stops being readable. */
 void	timer_ack(int tfd);
 
+/*
+ * The start of every esv daemon's loop: SIGPIPE ignored (writes report
+ * EPIPE), SIGTERM, SIGINT and SIGHUP read from a signalfd that sigw
+ * watches with fn.  Exits 111 on failure.
+ */
+void	loop_daemon_init(struct loop *lp, struct watch *sigw, watch_fn *fn);
+
 /* Block set and return a signalfd for it. */
 int	signals_open(const sigset_t *set);
 

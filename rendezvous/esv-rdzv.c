@@ -404,23 +404,11 @@ raise_nofile(void)
 static void
 setup_loop(void)
 {
-	sigset_t set;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (loop_init(&g.lp) == -1)
-		die(ESV_EXIT_SYSTEM, "epoll_create");
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if ((g.sigw.fd = signals_open(&set)) == -1)
-		die(ESV_EXIT_SYSTEM, "signalfd");
-	g.sigw.fn = on_signal;
+	loop_daemon_init(&g.lp, &g.sigw, on_signal);
 	if ((g.timerw.fd = timer_open()) == -1)
 		die(ESV_EXIT_SYSTEM, "timerfd");
 	g.timerw.fn = on_timer;
-	if (loop_add(&g.lp, &g.sigw, EPOLLIN) == -1 ||
-	    loop_add(&g.lp, &g.timerw, EPOLLIN) == -1)
+	if (loop_add(&g.lp, &g.timerw, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "epoll_ctl");
 	if ((g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		die(ESV_EXIT_SYSTEM, "/dev/null");

@@ -813,18 +813,7 @@ add(struct watch *w)
 static void
 setup_loop(void)
 {
-	sigset_t set;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (loop_init(&g.lp) == -1)
-		die(ESV_EXIT_SYSTEM, "epoll_create");
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if ((g.sigw.fd = signals_open(&set)) == -1)
-		die(ESV_EXIT_SYSTEM, "signalfd");
-	g.sigw.fn = on_signal;
+	loop_daemon_init(&g.lp, &g.sigw, on_signal);
 	g.timerw.fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK |
 	    TFD_CLOEXEC);
 	if (g.timerw.fd == -1)
@@ -832,7 +821,6 @@ setup_loop(void)
 	g.timerw.fn = on_timer;
 	if ((g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		die(ESV_EXIT_SYSTEM, "/dev/null");
-	add(&g.sigw);
 	add(&g.timerw);
 	add(&g.ctlw);
 	add(&g.fifow);
