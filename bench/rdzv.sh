@@ -47,6 +47,7 @@ import time
 
 WORK = os.environ["BENCH_WORK"]
 BENCH = os.environ["BENCH_DIR"]
+sys.path.insert(0, BENCH)
 PYTHON = os.environ["BENCH_PYTHON"]
 RDZV = os.environ["ESV_RDZV"]
 RUNS = int(os.environ["BENCH_RUNS"])
@@ -62,20 +63,7 @@ TARGET_K, TARGET_MS, TARGET_MIB = 512, 100.0, 16.0
 notes = []
 
 
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def status_kib(pid):
-    """VmHWM (peak RSS), VmRSS and RssAnon of pid, in KiB."""
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k = line.split(":")[0]
-            if k in ("VmHWM", "VmRSS", "RssAnon"):
-                out[k] = int(line.split()[1])
-    return out
+from benchlib import loadavg, status_kib  # noqa: E402
 
 
 def cpu_ms(pid):

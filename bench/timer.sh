@@ -55,6 +55,7 @@ import time
 
 WORK = os.environ["BENCH_WORK"]
 BENCH = os.environ["BENCH_DIR"]
+sys.path.insert(0, BENCH)
 PYTHON = os.environ["BENCH_PYTHON"]
 DAEMON = os.environ["ESV_WATCHDOGD"]
 TOOLS = os.environ["BENCH_TOOLS"].split()
@@ -70,19 +71,7 @@ TARGET_P99_MS, TARGET_RATIO = 2.0, 10.0
 notes = []
 
 
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def status_kib(pid):
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k = line.split(":")[0]
-            if k in ("VmHWM", "VmRSS", "RssAnon"):
-                out[k] = int(line.split()[1])
-    return out
+from benchlib import loadavg, status_kib  # noqa: E402
 
 
 def cpu_ns(pid):

@@ -1,11 +1,15 @@
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "atomicfile.h"
 #include "progpath.h"
+
+extern char **environ;
 
 void
 prog_path(const char *name, const char *subdir, const char *envvar,
@@ -30,4 +34,28 @@ prog_path(const char *name, const char *subdir, const char *envvar,
 			return;
 	}
 	strlcpy(buf, name, len);
+}
+
+int
+prog_spawn(char *const argv[], int fd3, bool stdout_to_stderr, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none;
+	int e;
+
+	sigemptyset(&none);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGMASK);
+	posix_spawn_file_actions_init(&fa);
+	e = posix_spawn_file_actions_adddup2(&fa, fd3, 3);
+	if (e == 0 && stdout_to_stderr)
+		e = posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	if (e == 0)
+		e = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	return e;
 }

@@ -3,8 +3,6 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +13,6 @@
 #include "progpath.h"
 #include "rdzv_host.h"
 
-extern char **environ;
 
 /*
  * A hosted server outlives a supervisor killed by SIGKILL only until its
@@ -28,29 +25,13 @@ static int
 spawn_server(int lfd, const char *tokenfile, pid_t *pid, char *err,
     size_t errlen)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
 	char path[PATH_MAX];
 	char *argv[] = { path, "--listen-fd", "3", "--token-file",
 	    (char *)tokenfile, "--idle-exit", HOST_IDLE_EXIT, NULL };
-	sigset_t none;
 	int e;
 
 	prog_path("esv-rdzv", "rendezvous", "ESV_RDZV", path, sizeof(path));
-	sigemptyset(&none);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
-	    POSIX_SPAWN_SETSIGMASK);
-	posix_spawn_file_actions_init(&fa);
-	e = posix_spawn_file_actions_adddup2(&fa, lfd, 3);
-	if (e == 0)
-		e = posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	if (e == 0)
-		e = posix_spawnp(pid, path, &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	if (e != 0) {
+	if ((e = prog_spawn(argv, lfd, true, pid)) != 0) {
 		snprintf(err, errlen, "unable to start %s: %s", path,
 		    strerror(e));
 		return -1;

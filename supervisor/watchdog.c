@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +32,6 @@
 /* A watchdog that dies faster than this is restarted only after it. */
 #define WD_RESTART_MS	1000
 
-extern char **environ;
 
 static void	wd_read(struct watch *w, uint32_t events);
 
@@ -51,12 +49,9 @@ make_fifo(const char *path)
 static void
 wd_spawn(struct supervisor *sv)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
 	char path[PATH_MAX];
 	char *argv[] = { path, "--fifo", sv->wd_fifo, "--socket", sv->wd_sock,
 	    "--control-fd", "3", NULL };
-	sigset_t none;
 	int sp[2], e;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
@@ -65,17 +60,7 @@ wd_spawn(struct supervisor *sv)
 	}
 	prog_path("esv-watchdogd", "watchdog", "ESV_WATCHDOGD", path,
 	    sizeof(path));
-	sigemptyset(&none);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
-	    POSIX_SPAWN_SETSIGMASK);
-	posix_spawn_file_actions_init(&fa);
-	e = posix_spawn_file_actions_adddup2(&fa, sp[1], 3);
-	if (e == 0)
-		e = posix_spawnp(&sv->wd_pid, path, &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+	e = prog_spawn(argv, sp[1], false, &sv->wd_pid);
 	close(sp[1]);
 	if (e != 0) {
 		warn_msg("unable to start %s: %s", path, strerror(e));
