@@ -922,6 +922,9 @@ main(int argc, char *argv[])
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	g.last_progress = wall_now();
 	run();
+	/* A burst just before the end is still counted, before we hang up. */
+	rl_flush(&g.badrl, 0);
+	rl_flush(&g.refrl, 0);
 	if (g.sockpath != NULL)
 		unlink(g.sockpath);
 	return ESV_EXIT_OK;

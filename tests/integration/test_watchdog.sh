@@ -79,6 +79,18 @@ n=$(count_lines "$T/bad.err" 'esv-watchdogd: warning: .*line [0-9]+')
 assert_grep "$T/bad.err" 'extra'
 assert_grep "$T/bad.err" '4096'
 
+note "a flood: warnings rate-limited, every bad line accounted, nothing blocks"
+wd_job flood "flood:5000:bad;flood:20000:pairs;arm:s:0.3:15;sleep:5"
+assert_eq "$SUP_RC" 1 "flood: exit status (the request after the flood must work)"
+assert_grep "$T/flood/events.jsonl" '"signal": ?"SIGTERM"'
+said=$(count_lines "$T/flood.err" 'esv-watchdogd: warning: FIFO: line [0-9]+: malformed')
+[ "$said" -ge 1 ] && [ "$said" -le 50 ] ||
+    fail "flood: $said warnings said, want 1..50 (10 a second)"
+hidden=$(awk '/esv-watchdogd: warning: [0-9]+ more bad requests suppressed/ {
+    for (i = 1; i < NF; i++) if ($(i + 1) == "more") n += $i } END { print n + 0 }' \
+    "$T/flood.err")
+assert_eq "$((said + hidden))" 5000 "flood: bad lines said + suppressed"
+
 note "a killed watchdog is replaced and told the workers again"
 REC=$T/rec.wdk W_PLAN="sleep:2.5;arm:s:0.3:15;sleep:5" start_sup "$T/wdk" \
     --file-timer --python "$PY" -- "$W"

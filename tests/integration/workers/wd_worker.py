@@ -10,6 +10,8 @@ $W_RANK (default 0) follows the plan; the others sleep $W_OTHERS seconds
 	release:SCOPE		expiration_time -1, signal 0
 	raw:TEXT		TEXT as it is (Python escapes: \\n, \\x00...),
 				without a newline of its own
+	flood:N:bad		N malformed lines, in large blocking writes
+	flood:N:pairs		N arm+release pairs (scope "flood"), the same way
 	sleep:SECS		sleep
 	exit:CODE		exit
 The plan's end is exit 0."""
@@ -40,6 +42,20 @@ def request(pid, scope, secs, sig):
                        "expiration_time": exp, "signal": sig}) + "\n").encode())
 
 
+def flood(n, kind):
+    if kind == "bad":
+        data = "".join("{not json %d\n" % i for i in range(n))
+    else:
+        pid = os.getpid()
+        far = time.time() + 3600
+        data = "".join(
+            json.dumps({"version": 1, "pid": pid, "scope_id": "flood",
+                        "expiration_time": t, "signal": 9}) + "\n"
+            for _ in range(n) for t in (far, -1))
+    with open(fifo, "wb") as f:
+        f.write(data.encode())
+
+
 def note(step):
     with open(rec, "a") as f:
         f.write("%s %d %.6f\n" % (step, os.getpid(), time.time()))
@@ -60,6 +76,8 @@ for step in env.get("W_PLAN", "").split(";"):
         request(os.getpid(), a[0], -1, 0)
     elif op == "raw":
         write(arg.encode().decode("unicode_escape").encode("latin-1"))
+    elif op == "flood":
+        flood(int(a[0]), a[1])
     elif op == "sleep":
         time.sleep(float(arg))
     elif op == "exit":
