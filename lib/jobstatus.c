@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,26 +263,29 @@ fail:
 	return NULL;
 }
 
-/* The watchdog's own view (last progress), when the job runs one. */
-static json_t *
-load_watchdog(const json_t *job, int up)
+json_t *
+jobstatus_watchdog(const struct wd_status *ws)
 {
-	const char *sock = json_string_value(json_object_get(job,
-	    "watchdog_socket"));
-	struct wd_status ws;
-
-	if (!up || sock == NULL || *sock == '\0' ||
-	    wdchan_query(sock, 500, &ws) == -1)
+	if (ws == NULL)
 		return json_null();
 	return json_pack("{sf sI sI sI sI sI si}", "last_progress",
-	    ws.last_progress, "armed", (json_int_t)ws.armed, "requests",
-	    (json_int_t)ws.requests, "refused", (json_int_t)ws.refused,
-	    "expired", (json_int_t)ws.expired, "workers",
-	    (json_int_t)ws.workers, "pid", (int)ws.pid);
+	    ws->last_progress, "armed", (json_int_t)ws->armed, "requests",
+	    (json_int_t)ws->requests, "refused", (json_int_t)ws->refused,
+	    "expired", (json_int_t)ws->expired, "workers",
+	    (json_int_t)ws->workers, "pid", (int)ws->pid);
+}
+
+const char *
+jobstatus_watchdog_socket(const json_t *st)
+{
+	const char *sock = json_string_value(json_object_get(
+	    json_object_get(st, "job"), "watchdog_socket"));
+
+	return sock != NULL && *sock != '\0' ? sock : NULL;
 }
 
 json_t *
-jobstatus_load(const char *jobdir)
+jobstatus_load_files(const char *jobdir)
 {
 	json_t *st, *job, *workers;
 	int up;
@@ -299,13 +303,34 @@ jobstatus_load(const char *jobdir)
 	    json_object_set_new(st, "supervisor",
 	    json_string(up ? "running" : "not running")) == -1 ||
 	    json_object_set_new(st, "job", job ? job : json_null()) == -1 ||
-	    json_object_set_new(st, "workers", workers) == -1 ||
-	    json_object_set_new(st, "watchdog", load_watchdog(job, up)) == -1) {
+	    json_object_set_new(st, "workers", workers) == -1) {
 		/* set_new consumed what it was given; drop what is left. */
 		if (st == NULL) {
 			json_decref(job);
 			json_decref(workers);
 		}
+		json_decref(st);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return st;
+}
+
+json_t *
+jobstatus_load(const char *jobdir)
+{
+	struct wd_status ws;
+	const char *sock;
+	json_t *st;
+	bool asked;
+
+	if ((st = jobstatus_load_files(jobdir)) == NULL)
+		return NULL;
+	sock = jobstatus_watchdog_socket(st);
+	asked = sock != NULL && strcmp(json_string_value(json_object_get(st,
+	    "supervisor")), "running") == 0 && wdchan_query(sock, 500, &ws) == 0;
+	if (json_object_set_new(st, "watchdog",
+	    jobstatus_watchdog(asked ? &ws : NULL)) == -1) {
 		json_decref(st);
 		errno = ENOMEM;
 		return NULL;

@@ -5,7 +5,8 @@
  *
  *   {"jobdir": "...", "supervisor": "running" | "not running",
  *    "job": {every key of supervise/state} | null,
- *    "workers": [{every key of workers/N/state}, ...]}
+ *    "workers": [{every key of workers/N/state}, ...],
+ *    "watchdog": {esv-watchdogd's status (wdchan.h)} | null}
  *
  * Values that are integers become JSON integers and decimal fractions
  * (wall-clock times) JSON reals; empty values become null; pids and pgids
@@ -25,8 +26,21 @@
  */
 int	 jobstatus_probe(const char *jobdir);
 
-/* Read jobdir's state files.  A new reference, or NULL/errno. */
+/*
+ * Read jobdir's state files and ask its watchdog, if it runs one, for its
+ * status (waiting up to 500 ms).  A new reference, or NULL/errno.
+ */
 json_t	*jobstatus_load(const char *jobdir);
+
+/*
+ * The same in two steps, for a caller that must not wait: the files only
+ * (no "watchdog" key), the watchdog socket they name (or NULL), and the
+ * "watchdog" value for a status it got itself (NULL: json null).
+ */
+json_t	*jobstatus_load_files(const char *jobdir);
+const char *jobstatus_watchdog_socket(const json_t *st);
+struct wd_status;
+json_t	*jobstatus_watchdog(const struct wd_status *ws);
 
 /*
  * The human form, for a status object and the wall-clock time now:

@@ -23,7 +23,7 @@
 
 #include "loop.h"
 #include "msg.h"
-#include "rdzv_net.h"
+#include "netlisten.h"
 #include "rdzv_server.h"
 #include "rdzvproto.h"
 

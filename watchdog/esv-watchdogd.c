@@ -32,6 +32,7 @@
 
 #include "loop.h"
 #include "msg.h"
+#include "ratelim.h"
 #include "request.h"
 #include "sig.h"
 #include "timers.h"
@@ -43,15 +44,7 @@
 #define QUERY_MAX	64
 #define QUERY_MS	1000	/* for a query client to send its line */
 #define QUERY_LINE	64
-#define WARN_BURST	10	/* warnings of one kind per second */
 #define DEADLINE_MAX	1e11	/* year 5138: far enough, and fits time_t */
-
-struct ratelim {
-	const char	*what;
-	long long	 window;
-	unsigned	 count;
-	unsigned long	 suppressed;
-};
 
 struct query {
 	struct watch		w;
@@ -96,45 +89,6 @@ usage(FILE *f)
 	fprintf(f, "usage: esv-watchdogd [-v] --fifo PATH [--socket PATH] "
 	    "[--control-fd N | --any-pid]\n"
 	    "       esv-watchdogd --help | --version\n");
-}
-
-static void
-rl_flush(struct ratelim *rl, long long now)
-{
-	if (rl->suppressed > 0)
-		warn_msg("%lu more %s suppressed", rl->suppressed, rl->what);
-	rl->window = now;
-	rl->count = 0;
-	rl->suppressed = 0;
-}
-
-/* 10 a second of each kind; the rest counted and said in one line. */
-static bool
-rl_allow(struct ratelim *rl)
-{
-	long long now = mono_ms();
-
-	if (now - rl->window >= 1000)
-		rl_flush(rl, now);
-	if (rl->count >= WARN_BURST) {
-		rl->suppressed++;
-		return false;
-	}
-	rl->count++;
-	return true;
-}
-
-/* The loop wakes for this, so a burst's tail is said even in silence. */
-static long long
-rl_tick(struct ratelim *rl, long long now, long long next)
-{
-	if (rl->suppressed == 0)
-		return next;
-	if (now - rl->window >= 1000) {
-		rl_flush(rl, now);
-		return next;
-	}
-	return rl->window + 1000 < next ? rl->window + 1000 : next;
 }
 
 /* ---- the control channel ---- */
@@ -470,7 +424,7 @@ refuse(unsigned long lineno, const struct request *r, const char *why)
 	char scope[4 * WDCHAN_SCOPE_MAX + 1];
 
 	g.refused++;
-	if (!rl_allow(&g.refrl))
+	if (!ratelim_allow(&g.refrl))
 		return;
 	request_vis(scope, sizeof(scope), r->scope, strlen(r->scope));
 	warn_msg("FIFO: line %lu: pid %d scope %s: %s: refused", lineno,
@@ -513,7 +467,7 @@ on_line(void *ctx, unsigned long lineno, const char *line, size_t len,
 
 	(void)ctx;
 	if (err != NULL) {
-		if (rl_allow(&g.badrl))
+		if (ratelim_allow(&g.badrl))
 			warn_msg("FIFO: line %lu: %s", lineno, err);
 		return;
 	}
@@ -522,7 +476,7 @@ on_line(void *ctx, unsigned long lineno, const char *line, size_t len,
 		apply(lineno, &r);
 		break;
 	case -1:
-		if (rl_allow(&g.badrl))
+		if (ratelim_allow(&g.badrl))
 			warn_msg("FIFO: line %lu: %s", lineno, why);
 		break;
 	}
@@ -837,8 +791,8 @@ run(void)
 		arm_timer();
 		now = mono_ms();
 		next = queries_tick(now);
-		next = rl_tick(&g.badrl, now, next);
-		next = rl_tick(&g.refrl, now, next);
+		next = ratelim_tick(&g.badrl, now, next);
+		next = ratelim_tick(&g.refrl, now, next);
 		if (loop_once(&g.lp, next == LLONG_MAX ? -1 :
 		    (int)(next - now)) == -1)
 			die(ESV_EXIT_SYSTEM, "epoll_wait");
@@ -923,8 +877,8 @@ main(int argc, char *argv[])
 	g.last_progress = wall_now();
 	run();
 	/* A burst just before the end is still counted, before we hang up. */
-	rl_flush(&g.badrl, 0);
-	rl_flush(&g.refrl, 0);
+	ratelim_flush(&g.badrl, 0);
+	ratelim_flush(&g.refrl, 0);
 	if (g.sockpath != NULL)
 		unlink(g.sockpath);
 	return ESV_EXIT_OK;

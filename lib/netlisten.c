@@ -1,4 +1,4 @@
-/* The sockets of esv-rdzv: listening, and naming peers. */
+/* The sockets of the esv daemons that listen on TCP: esv-rdzv, esv-healthd. */
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "msg.h"
-#include "rdzv_net.h"
+#include "netlisten.h"
 
 void
 net_addr_fmt(const struct sockaddr_storage *ss, char *ip, size_t il, char *peer,

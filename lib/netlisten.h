@@ -1,6 +1,6 @@
-/* The sockets of esv-rdzv: listening, and naming peers. */
-#ifndef ESV_RDZV_NET_H
-#define ESV_RDZV_NET_H
+/* The sockets of the esv daemons that listen on TCP: esv-rdzv, esv-healthd. */
+#ifndef ESV_NETLISTEN_H
+#define ESV_NETLISTEN_H
 
 #include <sys/socket.h>
 

@@ -1,0 +1,67 @@
+/*
+ * esv-healthd: a job's health, status and metrics over HTTP
+ * (esv-healthd(8)).  One thread, one event loop: libmicrohttpd is driven
+ * from it, and the job's view is read from its control directory.
+ */
+#ifndef ESV_HEALTHD_H
+#define ESV_HEALTHD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "loop.h"
+#include "wdchan.h"
+
+/*
+ * What the endpoints say, read from JOBDIR's files (esv-control(5)) at
+ * most every VIEW_TTL_MS, and from the job's esv-watchdogd.
+ */
+struct view {
+	const char	*jobdir;
+	double		 timeout;	/* seconds without progress: unhealthy */
+	double		 started;	/* wall: progress before any report */
+	bool		 supervisor_gone;	/* our parent's fd hung up */
+
+	json_t		*st;		/* jobstatus_load_files, or NULL */
+	long long	 loaded_ms;
+	char		*status;	/* /status's body, NULL: to rebuild */
+	size_t		 status_len;
+
+	bool		 have_wd;	/* wd is the watchdog's last answer */
+	struct wd_status wd;
+
+	/* The query in flight to the watchdog's socket, if any. */
+	struct loop	*lp;
+	struct watch	 wdq;
+	long long	 wdq_deadline;
+	size_t		 wdq_len;
+	char		 wdq_buf[512];
+};
+
+enum health { HEALTHY, UNHEALTHY };
+
+void		view_init(struct view *v, struct loop *lp, const char *jobdir,
+		    double timeout);
+/* Periodic: ask the watchdog again; returns when to be called next. */
+long long	view_tick(struct view *v, long long now_ms);
+enum health	view_health(struct view *v, char *reason, size_t len);
+/* /status's body, owned by the view until its next reload. */
+const char	*view_status(struct view *v, size_t *len);
+/* /metrics's body, malloc'd; NULL on ENOMEM. */
+char		*view_metrics(struct view *v, size_t *len);
+
+/* http.c */
+struct http;
+struct http	*http_start(struct loop *lp, int listenfd, struct view *v,
+		    bool verbose);
+/* Drive libmicrohttpd; returns its next deadline (CLOCK_MONOTONIC ms). */
+long long	http_run(struct http *h, long long now_ms);
+void		http_stop(struct http *h);
+
+/* metrics.c */
+char		*metrics_render(const json_t *st, const struct wd_status *wd,
+		    bool healthy, double since_progress, size_t *len);
+
+#endif

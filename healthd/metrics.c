@@ -1,0 +1,154 @@
+/*
+ * /metrics: Prometheus' text exposition format, version 0.0.4.  Every
+ * family is always present (zero when the job has no value yet), so that
+ * a dashboard's queries never meet a gap between a restart and the next.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "healthd.h"
+
+static const char *const group_states[] = { "down", "joining", "running",
+	"stopping", "backoff", "finishing", "succeeded", "failed", NULL };
+static const char *const worker_states[] = { "starting", "running",
+	"succeeded", "failed", "stopped", NULL };
+
+struct family {
+	const char	*name, *type, *help;
+	const char	*key;		/* of supervise/state, or NULL */
+};
+
+/* Values read as they are from supervise/state (esv-control(5)). */
+static const struct family job_families[] = {
+	{ "esv_restarts_total", "counter",
+	    "Group restarts after a worker failure (torch's restart count).",
+	    "restart_count" },
+	{ "esv_max_restarts", "gauge",
+	    "Failure restarts allowed before the job fails.", "max_restarts" },
+	{ "esv_manual_restarts_total", "counter",
+	    "Group restarts asked for by an operator.", "manual_restarts" },
+	{ "esv_membership_restarts_total", "counter",
+	    "Group restarts because nodes joined or left.",
+	    "membership_restarts" },
+	{ "esv_group_starts_total", "counter",
+	    "Times the worker group was started (attempts).", "attempt" },
+	{ "esv_rendezvous_rounds_total", "counter",
+	    "Rendezvous rounds this node took part in.", "rdzv_round" },
+	{ "esv_timers_expired_total", "counter",
+	    "Worker timers that expired in esv-watchdogd.", "timers_expired" },
+	{ "esv_nodes_waiting", "gauge",
+	    "Nodes waiting at the rendezvous to join the next round.",
+	    "nodes_waiting" },
+	{ "esv_group_rank", "gauge", "This node's group rank.", "group_rank" },
+	{ "esv_group_world_size", "gauge", "Nodes in the current round.",
+	    "group_world_size" },
+	{ "esv_local_world_size", "gauge", "Workers on this node.",
+	    "local_world_size" },
+	{ "esv_world_size", "gauge", "Workers in the whole job.",
+	    "world_size" },
+};
+
+static const struct {
+	const char *kind, *key;
+} failure_kinds[] = {
+	{ "exit", "worker_failures_exit" },
+	{ "signal", "worker_failures_signal" },
+	{ "exec", "worker_failures_exec" },
+};
+
+static double
+num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+static void
+head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+states(FILE *f, const char *name, const char *help,
+    const char *const *names, const json_t *workers, const char *current)
+{
+	const char *s;
+	size_t i, n;
+	json_t *w;
+
+	head(f, name, "gauge", help);
+	for (; *names != NULL; names++) {
+		if (workers == NULL)
+			n = current != NULL && strcmp(current, *names) == 0;
+		else {
+			n = 0;
+			json_array_foreach(workers, i, w) {
+				s = json_string_value(json_object_get(w,
+				    "state"));
+				n += s != NULL && strcmp(s, *names) == 0;
+			}
+		}
+		fprintf(f, "%s{state=\"%s\"} %zu\n", name, *names, n);
+	}
+}
+
+char *
+metrics_render(const json_t *st, const struct wd_status *wd, bool healthy,
+    double since_progress, size_t *len)
+{
+	const json_t *job = json_object_get(st, "job");
+	const char *sup = json_string_value(json_object_get(st, "supervisor"));
+	char *buf = NULL;
+	size_t i;
+	FILE *f;
+
+	if ((f = open_memstream(&buf, len)) == NULL)
+		return NULL;
+	head(f, "esv_build_info", "gauge",
+	    "The esv version serving these metrics.");
+	fprintf(f, "esv_build_info{version=\"%s\"} 1\n", ESV_VERSION);
+	head(f, "esv_supervisor_up", "gauge",
+	    "1 while esv-supervise serves the job.");
+	fprintf(f, "esv_supervisor_up %d\n",
+	    sup != NULL && strcmp(sup, "running") == 0);
+	head(f, "esv_healthy", "gauge", "1 while /healthz answers 200.");
+	fprintf(f, "esv_healthy %d\n", healthy);
+	states(f, "esv_group_state", "The worker group's state (1: current).",
+	    group_states, NULL, json_string_value(json_object_get(job,
+	    "state")));
+	states(f, "esv_workers", "Workers of this node by state.",
+	    worker_states, json_object_get(st, "workers"), NULL);
+	head(f, "esv_worker_failures_total", "counter",
+	    "Workers that failed, by how: exit (a non-zero exit status), "
+	    "signal (killed by a signal), exec (could not be started).");
+	for (i = 0; i < sizeof(failure_kinds) / sizeof(failure_kinds[0]); i++)
+		fprintf(f, "esv_worker_failures_total{kind=\"%s\"} %.0f\n",
+		    failure_kinds[i].kind, num(job, failure_kinds[i].key));
+	for (i = 0; i < sizeof(job_families) / sizeof(job_families[0]); i++) {
+		head(f, job_families[i].name, job_families[i].type,
+		    job_families[i].help);
+		fprintf(f, "%s %.0f\n", job_families[i].name,
+		    num(job, job_families[i].key));
+	}
+	head(f, "esv_seconds_since_last_progress", "gauge",
+	    "Seconds since the last timer request (or, without timers, "
+	    "since the supervisor was last seen alive).");
+	fprintf(f, "esv_seconds_since_last_progress %.3f\n", since_progress);
+	head(f, "esv_timers_armed", "gauge",
+	    "Timers armed in esv-watchdogd.");
+	fprintf(f, "esv_timers_armed %lu\n", wd != NULL ? wd->armed : 0);
+	head(f, "esv_timer_requests_total", "counter",
+	    "Requests esv-watchdogd accepted (by its current process).");
+	fprintf(f, "esv_timer_requests_total %lu\n",
+	    wd != NULL ? wd->requests : 0);
+	head(f, "esv_timer_requests_refused_total", "counter",
+	    "Requests esv-watchdogd refused: not for one of the workers.");
+	fprintf(f, "esv_timer_requests_refused_total %lu\n",
+	    wd != NULL ? wd->refused : 0);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -1,0 +1,250 @@
+/*
+ * The job as the endpoints see it.  The control directory's files are
+ * re-read at most every VIEW_TTL_MS, whatever the request rate; the
+ * watchdog is asked every WD_EVERY_MS without ever being waited for, so a
+ * watchdog that hangs cannot hold up an answer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+
+#include "healthd.h"
+#include "jobstatus.h"
+#include "msg.h"
+
+#define VIEW_TTL_MS	100
+#define WD_EVERY_MS	250
+#define WD_WAIT_MS	1000	/* a query not answered by then is dropped */
+
+static void	wdq_read(struct watch *w, uint32_t events);
+
+void
+view_init(struct view *v, struct loop *lp, const char *jobdir, double timeout)
+{
+	memset(v, 0, sizeof(*v));
+	v->lp = lp;
+	v->jobdir = jobdir;
+	v->timeout = timeout;
+	v->started = wall_now();
+	v->loaded_ms = -VIEW_TTL_MS;
+	v->wdq.fd = -1;
+	v->wdq.fn = wdq_read;
+	v->wdq.ctx = v;
+}
+
+static void
+refresh(struct view *v)
+{
+	long long now = mono_ms();
+
+	if (now - v->loaded_ms < VIEW_TTL_MS)
+		return;
+	v->loaded_ms = now;
+	json_decref(v->st);
+	free(v->status);
+	v->status = NULL;
+	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL)
+		warn_sys("%s: unable to read the job's state", v->jobdir);
+}
+
+static bool
+supervisor_up(const struct view *v)
+{
+	const char *s = json_string_value(json_object_get(v->st, "supervisor"));
+
+	return !v->supervisor_gone && s != NULL && strcmp(s, "running") == 0;
+}
+
+static const char *
+job_state(const struct view *v)
+{
+	const char *s = json_string_value(json_object_get(
+	    json_object_get(v->st, "job"), "state"));
+
+	return s != NULL ? s : "";
+}
+
+/* ---- the watchdog's last progress ---- */
+
+static void
+wdq_close(struct view *v)
+{
+	if (v->wdq.fd == -1)
+		return;
+	loop_del(v->lp, &v->wdq);
+	close(v->wdq.fd);
+	v->wdq.fd = -1;
+}
+
+static void
+wdq_start(struct view *v, const char *path, long long now)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
+	    sizeof(sun.sun_path))
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return;
+	/* A local connect completes at once or not at all; so does a line. */
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    send(fd, "status\n", 7, MSG_NOSIGNAL) != 7) {
+		close(fd);
+		return;
+	}
+	v->wdq.fd = fd;
+	v->wdq_len = 0;
+	v->wdq_deadline = now + WD_WAIT_MS;
+	if (loop_add(v->lp, &v->wdq, EPOLLIN) == -1) {
+		close(fd);
+		v->wdq.fd = -1;
+	}
+}
+
+static void
+wdq_read(struct watch *w, uint32_t events)
+{
+	struct view *v = w->ctx;
+	char err[128], *nl;
+	ssize_t r;
+
+	(void)events;
+	r = read(w->fd, v->wdq_buf + v->wdq_len,
+	    sizeof(v->wdq_buf) - 1 - v->wdq_len);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		wdq_close(v);
+		return;
+	}
+	v->wdq_len += r;
+	v->wdq_buf[v->wdq_len] = '\0';
+	if ((nl = strchr(v->wdq_buf, '\n')) == NULL) {
+		if (v->wdq_len == sizeof(v->wdq_buf) - 1)
+			wdq_close(v);
+		return;
+	}
+	*nl = '\0';
+	if (wdchan_parse_status(v->wdq_buf, &v->wd, err, sizeof(err)) == 0) {
+		v->have_wd = true;
+		free(v->status);
+		v->status = NULL;
+	} else
+		warn_msg("watchdog: unexpected answer: %s", err);
+	wdq_close(v);
+}
+
+long long
+view_tick(struct view *v, long long now)
+{
+	const char *sock;
+
+	if (v->wdq.fd != -1) {
+		if (now < v->wdq_deadline)
+			return v->wdq_deadline;
+		wdq_close(v);
+	}
+	refresh(v);
+	if (supervisor_up(v) && (sock = jobstatus_watchdog_socket(v->st)) !=
+	    NULL)
+		wdq_start(v, sock, now);
+	return now + WD_EVERY_MS;
+}
+
+/* ---- what the endpoints say ---- */
+
+/*
+ * torch's rule: the watchdog's last request when it runs, otherwise the
+ * supervisor being alive is the progress.
+ */
+static double
+last_progress(const struct view *v, double now)
+{
+	if (jobstatus_watchdog_socket(v->st) == NULL)
+		return now;
+	return v->have_wd ? v->wd.last_progress : v->started;
+}
+
+static enum health
+judge(struct view *v, double now, double *since, char *reason, size_t len)
+{
+	*since = now - last_progress(v, now);
+	if (*since < 0)
+		*since = 0;
+	if (v->st == NULL) {
+		snprintf(reason, len, "unhealthy: the job's state is unreadable");
+		return UNHEALTHY;
+	}
+	if (!supervisor_up(v)) {
+		snprintf(reason, len, "unhealthy: no supervisor is running");
+		return UNHEALTHY;
+	}
+	/* The workers are done and wait for the other nodes: not stuck. */
+	if (strcmp(job_state(v), "finishing") == 0) {
+		*since = 0;
+		snprintf(reason, len, "ok: exit barrier");
+		return HEALTHY;
+	}
+	if (*since > v->timeout) {
+		snprintf(reason, len, "unhealthy: no progress for %.1f s "
+		    "(timeout %g s)", *since, v->timeout);
+		return UNHEALTHY;
+	}
+	snprintf(reason, len, "ok: last progress %.1f s ago", *since);
+	return HEALTHY;
+}
+
+enum health
+view_health(struct view *v, char *reason, size_t len)
+{
+	double since;
+
+	refresh(v);
+	return judge(v, wall_now(), &since, reason, len);
+}
+
+const char *
+view_status(struct view *v, size_t *len)
+{
+	json_t *st;
+
+	refresh(v);
+	if (v->st == NULL)
+		return NULL;
+	if (v->status == NULL) {
+		/* The same object as `esv-ctl status --json`. */
+		st = json_deep_copy(v->st);
+		if (st == NULL || json_object_set_new(st, "watchdog",
+		    jobstatus_watchdog(v->have_wd && supervisor_up(v) ?
+		    &v->wd : NULL)) == -1 ||
+		    (v->status = json_dumps(st, JSON_COMPACT)) == NULL) {
+			json_decref(st);
+			return NULL;
+		}
+		json_decref(st);
+		v->status_len = strlen(v->status);
+	}
+	*len = v->status_len;
+	return v->status;
+}
+
+char *
+view_metrics(struct view *v, size_t *len)
+{
+	char reason[128];
+	double since;
+	enum health h;
+
+	refresh(v);
+	h = judge(v, wall_now(), &since, reason, sizeof(reason));
+	return metrics_render(v->st, v->have_wd ? &v->wd : NULL,
+	    h == HEALTHY, since, len);
+}
