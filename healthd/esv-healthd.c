@@ -52,7 +52,10 @@ on_signal(struct watch *w, uint32_t events)
 			g.quit = true;
 }
 
-/* The supervisor that started us says nothing; its hang-up is news. */
+/*
+ * The supervisor that started us says "exit" when it ends in order; a
+ * hang-up without it means it died, which /healthz must tell for a while.
+ */
 static void
 on_supervisor(struct watch *w, uint32_t events)
 {
@@ -60,9 +63,15 @@ on_supervisor(struct watch *w, uint32_t events)
 	ssize_t r;
 
 	(void)events;
-	r = read(w->fd, buf, sizeof(buf));
-	if (r > 0 || (r == -1 && (errno == EAGAIN || errno == EINTR)))
+	r = read(w->fd, buf, sizeof(buf) - 1);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (r > 0) {
+		buf[r] = '\0';
+		if (strstr(buf, "exit\n") != NULL)
+			g.quit = true;
+		return;
+	}
 	info_msg("the supervisor went away: /healthz says so for %d s, "
 	    "then exiting", LINGER_MS / 1000);
 	loop_del(&g.lp, w);

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "loop.h"
+#include "ratelim.h"
 #include "wdchan.h"
 
 /*
@@ -23,6 +24,7 @@ struct view {
 	double		 timeout;	/* seconds without progress: unhealthy */
 	double		 started;	/* wall: progress before any report */
 	bool		 supervisor_gone;	/* our parent's fd hung up */
+	struct ratelim	 warnrl;
 
 	json_t		*st;		/* jobstatus_load_files, or NULL */
 	long long	 loaded_ms;

@@ -5,6 +5,7 @@
  * watchdog that hangs cannot hold up an answer.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "healthd.h"
 #include "jobstatus.h"
 #include "msg.h"
+#include "ratelim.h"
 
 #define VIEW_TTL_MS	100
 #define WD_EVERY_MS	250
@@ -36,6 +38,7 @@ view_init(struct view *v, struct loop *lp, const char *jobdir, double timeout)
 	v->wdq.fd = -1;
 	v->wdq.fn = wdq_read;
 	v->wdq.ctx = v;
+	v->warnrl.what = "warnings about the job's files";
 }
 
 static void
@@ -49,7 +52,8 @@ refresh(struct view *v)
 	json_decref(v->st);
 	free(v->status);
 	v->status = NULL;
-	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL)
+	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL &&
+	    ratelim_allow(&v->warnrl))
 		warn_sys("%s: unable to read the job's state", v->jobdir);
 }
 
@@ -153,6 +157,8 @@ view_tick(struct view *v, long long now)
 		wdq_close(v);
 	}
 	refresh(v);
+	/* Our ticks are frequent enough to say a burst's count in time. */
+	(void)ratelim_tick(&v->warnrl, now, LLONG_MAX);
 	if (supervisor_up(v) && (sock = jobstatus_watchdog_socket(v->st)) !=
 	    NULL)
 		wdq_start(v, sock, now);

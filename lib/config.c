@@ -93,6 +93,8 @@ static int	set_interval(struct loadctx *, const struct option_def *,
 		    const char *, char *, size_t);
 static int	set_signals(struct loadctx *, const struct option_def *,
 		    const char *, char *, size_t);
+static int	set_health_port(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
 
 #define FIELD(f)	offsetof(struct job_config, f), \
 			sizeof(((struct job_config *)NULL)->f)
@@ -132,6 +134,13 @@ static const struct option_def options[] = {
 	    NULL },
 	{ "timer_file", "timer-file", 0, "PET_TIMER_FILE",
 	    "TORCHELASTIC_TIMER_FILE", K_STR, FIELD(timer_file), 0, 0, NULL },
+	{ "health_port", "health-port", 0, "PET_HEALTH_PORT",
+	    "TORCHELASTIC_HEALTH_CHECK_PORT", K_FN, NOFIELD, 0, 0,
+	    set_health_port },
+	{ "health_address", "health-address", 0, "PET_HEALTH_ADDRESS", NULL,
+	    K_STR, FIELD(health_address), 0, 0, NULL },
+	{ "health_timeout", "health-timeout", 0, "PET_HEALTH_TIMEOUT", NULL,
+	    K_MS, FIELD(health_timeout_ms), 0, 0, NULL },
 	{ "log_dir", "log-dir", 0, "PET_LOG_DIR", NULL, K_STR, FIELD(log_dir),
 	    0, 0, NULL },
 	{ "redirects", "redirects", 'r', "PET_REDIRECTS", NULL, K_FN,
@@ -181,6 +190,29 @@ fail(struct loadctx *ctx, const char *fmt, ...)
 		ctx->failed = true;
 	}
 	return -1;
+}
+
+/*
+ * A value that set_value refused.  A bad health port must not stop the
+ * job (torch only logs one): it is kept to be said, and no server starts.
+ */
+static int
+bad_value(struct loadctx *ctx, const struct option_def *d, const char *fmt,
+    ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (d->fn == set_health_port) {
+		vsnprintf(ctx->cfg->health_error,
+		    sizeof(ctx->cfg->health_error), fmt, ap);
+		ctx->cfg->health_port = -1;
+	} else if (!ctx->failed) {
+		vsnprintf(ctx->err, ctx->errlen, fmt, ap);
+		ctx->failed = true;
+	}
+	va_end(ap);
+	return ctx->failed ? -1 : 0;
 }
 
 static void *
@@ -411,6 +443,21 @@ set_signals(struct loadctx *ctx, const struct option_def *d, const char *v,
 	return 0;
 }
 
+static int
+set_health_port(struct loadctx *ctx, const struct option_def *d,
+    const char *v, char *why, size_t whylen)
+{
+	struct job_config *cfg = ctx->cfg;
+	unsigned port;
+
+	(void)d;
+	if (parse_uint(v, 0, 65535, &port, why, whylen) == -1)
+		return -1;
+	cfg->health_port = (int)port;
+	cfg->health_error[0] = '\0';
+	return 0;
+}
+
 static void
 set_defaults(struct job_config *cfg)
 {
@@ -434,6 +481,8 @@ set_defaults(struct job_config *cfg)
 	cfg->restart_delay_max_ms = 60000;
 	cfg->restart_reset_ms = 60000;
 	cfg->monitor_interval = 0.1;
+	cfg->health_port = -1;
+	cfg->health_timeout_ms = 60000;
 }
 
 static int
@@ -524,7 +573,8 @@ ini_job(struct loadctx *ctx, const char *name, const char *value)
 	r = set_value(ctx, &options[i], v, why, sizeof(why));
 	free(v);
 	if (r == -1)
-		return fail(ctx, "%s:%d: %s: %s", path, ctx->lineno, name, why);
+		return bad_value(ctx, &options[i], "%s:%d: %s: %s", path,
+		    ctx->lineno, name, why);
 	return 0;
 }
 
@@ -655,8 +705,9 @@ load_env(struct loadctx *ctx, char **envp)
 			    (v = env_get(envp, names[j])) == NULL)
 				continue;
 			if (set_value(ctx, &options[i], v, why,
-			    sizeof(why)) == -1)
-				return fail(ctx, "%s: %s", names[j], why);
+			    sizeof(why)) == -1 && bad_value(ctx, &options[i],
+			    "%s: %s", names[j], why) == -1)
+				return -1;
 		}
 	}
 	return 0;
@@ -672,8 +723,9 @@ load_cli(struct loadctx *ctx)
 		if (ctx->cli[i] == NULL)
 			continue;
 		if (set_value(ctx, &options[i], ctx->cli[i], why,
-		    sizeof(why)) == -1)
-			return fail(ctx, "--%s: %s", options[i].opt, why);
+		    sizeof(why)) == -1 && bad_value(ctx, &options[i],
+		    "--%s: %s", options[i].opt, why) == -1)
+			return -1;
 	}
 	return 0;
 }
@@ -1015,6 +1067,9 @@ config_usage(FILE *fp)
 "  --local-addr ADDR                MASTER_ADDR this node publishes (esv)\n"
 "  --file-timer                     run esv-watchdogd for torch's FileTimerClient\n"
 "  --timer-file PATH                its FIFO (JOBDIR/supervise/timer.fifo)\n"
+"  --health-port PORT               run esv-healthd on PORT (0: any free one)\n"
+"  --health-address ADDR            its address (all interfaces)\n"
+"  --health-timeout DURATION        unhealthy after no progress this long (60s)\n"
 "  --log-dir DIR                    worker logs (JOBDIR/logs)\n"
 "  -r, --redirects SPEC             0..3 or LOCAL_RANK:0..3,... (0)\n"
 "  -t, --tee SPEC                   same syntax as --redirects (0)\n"

@@ -60,6 +60,13 @@ struct job_config {
 	bool	 file_timer;
 	char	 timer_file[PATH_MAX];
 
+	/* esv-healthd: torch's TORCHELASTIC_HEALTH_CHECK_PORT.  -1: none;
+	 * a bad value is no error (torch logs it), health_error says it. */
+	int	 health_port;
+	char	 health_error[320];
+	char	 health_address[256];	/* "" = every interface */
+	unsigned health_timeout_ms;
+
 	char	 log_dir[PATH_MAX];	/* "" means JOBDIR/logs */
 	char	 redirects[128];	/* torch Std syntax: "3" or "0:1,1:2" */
 	char	 tee[128];

@@ -18,7 +18,8 @@
 /* Names and paths: a run id such as "42" must not turn into a number. */
 static const char *const string_keys[] = {
 	"state", "want", "run_id", "role", "rdzv_backend", "master_addr",
-	"attempt_dir", "error_file", "signal", "rdzv_endpoint", NULL
+	"attempt_dir", "error_file", "signal", "rdzv_endpoint", "health_listen",
+	NULL
 };
 static const char *const list_keys[] = { "pids", "pgids", NULL };
 

@@ -48,6 +48,7 @@ void
 supervisor_exit(struct supervisor *sv, int code)
 {
 	watchdog_stop(sv);
+	healthd_stop(sv);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
 	while (sv->report_pending)
 		group_report_step(sv, false);
@@ -540,7 +541,7 @@ kill_adopted(struct supervisor *sv)
 		if (end == p)
 			break;
 		if (pid > 1 && pid != sv->guardian_pid && pid != host_pid &&
-		    pid != sv->wd_pid)
+		    pid != sv->wd_pid && pid != sv->hd_pid)
 			kill((pid_t)pid, SIGKILL);
 	}
 	free(text);
@@ -690,8 +691,15 @@ worker_exited(struct supervisor *sv, struct worker *wk, int status)
 		wk->state = W_SUCCEEDED;
 	else if (sv->state == G_STOPPING)
 		wk->state = W_STOPPED;
-	else
+	else {
 		wk->state = W_FAILED;
+		if (wk->exec_errno != 0)
+			sv->failures_exec++;
+		else if (wk->exitcode < 0)
+			sv->failures_signal++;
+		else
+			sv->failures_exit++;
+	}
 	wk->exit_pending = true;
 }
 
@@ -747,6 +755,10 @@ group_reap(struct supervisor *sv)
 			continue;
 		if (pid == sv->wd_pid) {
 			watchdog_died(sv, status);
+			continue;
+		}
+		if (pid == sv->hd_pid) {
+			healthd_died(sv, status);
 			continue;
 		}
 		if ((wk = find_worker(sv, pid)) == NULL)

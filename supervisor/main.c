@@ -260,6 +260,7 @@ main(int argc, char **argv)
 	setup_loop(&sv);
 	setup_rendezvous(&sv);
 	watchdog_setup(&sv);
+	healthd_setup(&sv);
 	guardian_start(&sv);
 	events_open(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",

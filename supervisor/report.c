@@ -132,6 +132,10 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, "membership_restarts", "%u", sv->membership_restarts);
 	kv_add(&kb, "watchdog_socket", sv->wd_fifo_fd != -1 ? sv->wd_sock : "");
 	kv_addf(&kb, "timers_expired", "%u", sv->timers_expired);
+	kv_addf(&kb, "worker_failures_exit", "%u", sv->failures_exit);
+	kv_addf(&kb, "worker_failures_signal", "%u", sv->failures_signal);
+	kv_addf(&kb, "worker_failures_exec", "%u", sv->failures_exec);
+	kv_add(&kb, "health_listen", sv->hd_where);
 	kv_addf(&kb, "group_rank", "%u", r->group_rank);
 	kv_addf(&kb, "group_world_size", "%u", r->group_world_size);
 	kv_addf(&kb, "local_world_size", "%u", r->local_world_size);

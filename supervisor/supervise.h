@@ -78,6 +78,16 @@ struct supervisor {
 	size_t			 wd_inlen;
 	unsigned		 timers_expired;
 
+	/* esv-healthd (healthd.c), when a health port is set. */
+	pid_t			 hd_pid;
+	struct watch		 hdw, hd_timer;
+	long long		 hd_started_ms;
+	struct backoff		 hd_backoff;
+	char			 hd_listen[300];	/* its --listen */
+	char			 hd_where[80];	/* where it said it listens */
+	char			 hd_in[128];
+	size_t			 hd_inlen;
+
 	struct loop		 loop;
 	struct watch		 sigw, ctlw, timerw;
 
@@ -104,6 +114,8 @@ struct supervisor {
 	unsigned		 restart_count;	/* failure restarts, as torch */
 	unsigned		 manual_restarts;
 	unsigned		 membership_restarts;	/* scale up/down */
+	/* Failed workers by how they ended, for esv-healthd's metrics. */
+	unsigned		 failures_exit, failures_signal, failures_exec;
 	struct backoff		 backoff;
 
 	struct worker_failure	*failures;
@@ -178,6 +190,12 @@ void	watchdog_pids(struct supervisor *sv);
 void	watchdog_died(struct supervisor *sv, int status);
 void	watchdog_timer(struct watch *w, uint32_t events);
 void	watchdog_stop(struct supervisor *sv);
+
+/* healthd.c */
+void	healthd_setup(struct supervisor *sv);
+void	healthd_died(struct supervisor *sv, int status);
+void	healthd_timer(struct watch *w, uint32_t events);
+void	healthd_stop(struct supervisor *sv);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);

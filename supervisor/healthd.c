@@ -1,0 +1,173 @@
+/*
+ * esv-healthd as the supervisor's child (esv-healthd(8)), when a health
+ * port is set.  It reads the job from the control directory on its own,
+ * so nothing here waits for it.  The socketpair carries its one line
+ * "listening ADDR:PORT" to us and our "exit" to it; a hang-up without
+ * "exit" tells it that we died.
+ *
+ * A server that cannot start (the port is taken) is tried again with a
+ * growing delay instead of once a second; one that finds its arguments
+ * bad (exit 100) is not tried again: that will not get better.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "msg.h"
+#include "progpath.h"
+#include "supervise.h"
+
+static void	hd_read(struct watch *w, uint32_t events);
+
+static void
+hd_spawn(struct supervisor *sv)
+{
+	char path[PATH_MAX], timeout[32];
+	char *argv[] = { path, "--listen", sv->hd_listen, "--timeout", timeout,
+	    "--supervisor-fd", "3", sv->cfg->jobdir, NULL };
+	int sp[2], e;
+
+	snprintf(timeout, sizeof(timeout), "%ums", sv->cfg->health_timeout_ms);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
+		warn_sys("unable to create the health server's socketpair");
+		return;
+	}
+	prog_path("esv-healthd", "healthd", "ESV_HEALTHD", path, sizeof(path));
+	e = prog_spawn(argv, sp[1], true, &sv->hd_pid);
+	close(sp[1]);
+	if (e != 0) {
+		warn_msg("unable to start %s: %s", path, strerror(e));
+		close(sp[0]);
+		sv->hd_pid = 0;
+		return;
+	}
+	sv->hd_started_ms = mono_ms();
+	sv->hdw = (struct watch){ .fd = sp[0], .fn = hd_read, .ctx = sv };
+	sv->hd_inlen = 0;
+	if (loop_add(&sv->loop, &sv->hdw, EPOLLIN) == -1)
+		die(111, "unable to watch the health server");
+}
+
+void
+healthd_setup(struct supervisor *sv)
+{
+	const struct job_config *cfg = sv->cfg;
+	const char *addr = cfg->health_address;
+	bool v6 = strchr(addr, ':') != NULL && addr[0] != '[';
+
+	sv->hdw.fd = -1;
+	sv->hd_backoff = (struct backoff){ .initial_ms = 1000,
+	    .max_ms = 60000, .reset_ms = 10000 };
+	if (cfg->health_error[0] != '\0') {
+		warn_msg("%s: no health server", cfg->health_error);
+		return;
+	}
+	if (cfg->health_port < 0)
+		return;
+	snprintf(sv->hd_listen, sizeof(sv->hd_listen), "%s%s%s:%d",
+	    v6 ? "[" : "", *addr != '\0' ? addr : "*", v6 ? "]" : "",
+	    cfg->health_port);
+	sv->hd_timer = (struct watch){ .fn = healthd_timer, .ctx = sv };
+	if ((sv->hd_timer.fd = timer_open()) == -1 ||
+	    loop_add(&sv->loop, &sv->hd_timer, EPOLLIN) == -1)
+		die(111, "unable to create a timer");
+	hd_spawn(sv);
+}
+
+static void
+hd_lost(struct supervisor *sv)
+{
+	loop_del(&sv->loop, &sv->hdw);
+	close(sv->hdw.fd);
+	sv->hdw.fd = -1;
+}
+
+static void
+hd_read(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+	char *nl;
+	ssize_t r;
+
+	(void)events;
+	r = read(w->fd, sv->hd_in + sv->hd_inlen,
+	    sizeof(sv->hd_in) - 1 - sv->hd_inlen);
+	if (r <= 0) {
+		if (r == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		hd_lost(sv);	/* its exit comes with SIGCHLD */
+		return;
+	}
+	sv->hd_inlen += r;
+	sv->hd_in[sv->hd_inlen] = '\0';
+	while ((nl = strchr(sv->hd_in, '\n')) != NULL) {
+		*nl = '\0';
+		if (strncmp(sv->hd_in, "listening ", 10) == 0) {
+			strlcpy(sv->hd_where, sv->hd_in + 10,
+			    sizeof(sv->hd_where));
+			report_group(sv);
+		} else
+			warn_msg("esv-healthd: unexpected line");
+		sv->hd_inlen -= nl + 1 - sv->hd_in;
+		memmove(sv->hd_in, nl + 1, sv->hd_inlen + 1);
+	}
+	if (sv->hd_inlen == sizeof(sv->hd_in) - 1)
+		sv->hd_inlen = 0;	/* no line is that long: resync */
+}
+
+/* SIGCHLD said our health server died. */
+void
+healthd_died(struct supervisor *sv, int status)
+{
+	long long ran = mono_ms() - sv->hd_started_ms;
+	unsigned delay;
+
+	sv->hd_pid = 0;
+	sv->hd_where[0] = '\0';
+	if (sv->hdw.fd != -1)
+		hd_lost(sv);
+	report_group(sv);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == ESV_EXIT_USAGE) {
+		warn_msg("esv-healthd refused its settings (see above): "
+		    "no health server");
+		return;
+	}
+	delay = backoff_next(&sv->hd_backoff, ran);
+	warn_msg("esv-healthd %s %d: restarting it in %u ms",
+	    WIFSIGNALED(status) ? "killed by signal" : "exited",
+	    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+	    delay);
+	events_log(sv, "healthd.restart", json_pack("{si}", "delay_ms",
+	    (int)delay));
+	timer_arm_ms(sv->hd_timer.fd, delay);
+}
+
+void
+healthd_timer(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+
+	(void)events;
+	timer_ack(w->fd);
+	if (sv->hd_pid == 0)
+		hd_spawn(sv);
+}
+
+/* An orderly end: "exit" says so, where a bare hang-up means a crash. */
+void
+healthd_stop(struct supervisor *sv)
+{
+	if (sv->hdw.fd != -1) {
+		(void)send(sv->hdw.fd, "exit\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+		hd_lost(sv);
+	}
+	if (sv->hd_pid > 0)
+		kill(sv->hd_pid, SIGTERM);
+}
