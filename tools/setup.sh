@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config meson ninja-build libbsd-dev libmd-dev libinih-dev
-      libjansson-dev libcmocka-dev runit iproute2 procps python3-torch)
+      libjansson-dev libcmocka-dev libmicrohttpd-dev runit iproute2 procps
+      python3-torch curl wrk prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

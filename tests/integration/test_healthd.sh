@@ -1,0 +1,135 @@
+#!/bin/bash
+# esv-healthd under esv-supervise: /healthz healthy while a worker arms
+# timers and unhealthy once it stops (short timeout), /status the same
+# object as `esv-ctl status --json`, /metrics valid Prometheus text with
+# the job's counts, healthy in the exit barrier although nothing
+# progresses, and a killed server replaced.
+. "$(dirname "$0")/lib.sh"
+esv_setup 150
+HD=${ESV_HEALTHD:-$ESV_BIN_DIR/../healthd/esv-healthd}
+[ -x "$HD" ] || skip "$HD is not built"
+command -v curl >/dev/null || skip "no curl"
+
+# health_url JOBDIR: wait until the job's esv-healthd listens; print its URL.
+health_url()
+{
+	local where job=$1
+	wait_for -t 10 eval '[ -n "$(kv "$job/supervise/state" health_listen)" ]' ||
+	    fail "no health server for $job: $(cat "$job.err")"
+	where=$(kv "$job/supervise/state" health_listen)
+	echo "http://$where"
+}
+# get URL PATH: the body on stdout, "CODE" in $T/code.
+get()
+{
+	curl -s -m 5 -o "$T/body" -w '%{http_code}' "$1$2" >"$T/code"
+	cat "$T/body"
+}
+code() { cat "$T/code"; }
+
+note "healthy while a worker arms timers, unhealthy 1 s after it stops"
+plan=""
+for _ in 1 2 3 4 5 6 7 8; do plan+="arm:s:10:9;release:s;sleep:0.25;"; done
+plan+="sleep:4"
+REC=$T/rec.prog W_PLAN=$plan start_sup "$T/prog" --file-timer \
+    --health-port 0 --health-address 127.0.0.1 --health-timeout 1s \
+    --python "$PY" -- "$WORKERS/wd_worker.py"
+url=$(health_url "$T/prog")
+wait_for -t 10 grep -q '^arm' "$T/rec.prog" || fail "the worker did not arm"
+for _ in 1 2 3; do
+	get "$url" /healthz >/dev/null
+	assert_eq "$(code)" 200 "/healthz while timers are armed ($(cat "$T/body"))"
+	sleep 0.4
+done
+wait_for -t 10 eval '[ "$(count_lines "$T/rec.prog" "^sleep:0.25 ")" = 8 ]' ||
+    fail "the worker did not stop arming"
+stopped=$(date +%s.%N)
+wait_for -t 5 eval 'get "$url" /healthz >/dev/null; [ "$(code)" = 503 ]' ||
+    fail "/healthz still $(code) 5 s after the last request: $(cat "$T/body")"
+took=$("$PY" -c "import time; print(round(time.time() - $stopped, 2))")
+note "unhealthy ${took} s after the last timer request (timeout 1 s)"
+assert_grep "$T/body" 'no progress for [0-9.]+ s \(timeout 1 s\)'
+get "$url" /metrics >"$T/prog.metrics"
+"$PY" "$ESV_TEST_DIR/promparse.py" "$T/prog.metrics" esv_healthy=0 \
+    'esv_group_state{state="running"}=1' ||
+    fail "/metrics while unhealthy: $(cat "$T/prog.metrics")"
+wait_sup -t 20; assert_eq $? 0 "timer job: exit status"
+
+note "/status is esv-ctl status --json; /metrics counts a failure restart"
+# Worker 1 fails once (exit 3), then the group runs quietly.
+cat >"$T/flaky.sh" <<'EOF'
+#!/bin/sh
+[ "$LOCAL_RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit 3
+exec sleep 30
+EOF
+chmod +x "$T/flaky.sh"
+start_sup "$T/st" --health-port 0 --health-address 127.0.0.1 \
+    --nproc-per-node 2 --max-restarts 2 --no-python -- "$T/flaky.sh"
+url=$(health_url "$T/st")
+wait_for -t 10 eval '[ "$(kv "$T/st/supervise/state" restart_count)" = 1 ] &&
+    [ "$(kv "$T/st/workers/1/state" state)" = running ]' ||
+    fail "no restart: $(cat "$T/st.err")"
+sleep 0.3	# past esv-healthd's 100 ms cache
+get "$url" /status >"$T/st.http"
+assert_eq "$(code)" 200 "/status"
+ctl status --json "$T/st" >"$T/st.ctl"
+"$PY" - "$T/st.http" "$T/st.ctl" <<'EOF' || fail "/status and esv-ctl differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+if a != b:
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            print("%s:\n  http %s\n  ctl  %s" % (k, a.get(k), b.get(k)),
+                  file=sys.stderr)
+    sys.exit(1)
+job, workers = a["job"], a["workers"]
+assert job["restart_count"] == 1 and job["state"] == "running", job
+assert [w["rank"] for w in workers] == [0, 1], workers
+assert all(w["state"] == "running" and w["pid"] > 0 for w in workers)
+EOF
+get "$url" /metrics >"$T/st.metrics"
+assert_eq "$(code)" 200 "/metrics"
+"$PY" "$ESV_TEST_DIR/promparse.py" "$T/st.metrics" esv_restarts_total=1 \
+    'esv_worker_failures_total{kind="exit"}=1' \
+    'esv_worker_failures_total{kind="signal"}=0' \
+    'esv_workers{state="running"}=2' esv_group_starts_total=2 \
+    esv_world_size=2 esv_supervisor_up=1 esv_healthy=1 ||
+    fail "/metrics: $(cat "$T/st.metrics")"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T/st.metrics" >"$T/promtool.out" 2>&1 ||
+	    fail "promtool: $(cat "$T/promtool.out")"
+fi
+grep -q 'Content-Type: text/plain; version=0.0.4' \
+    <(curl -s -m 5 -D - -o /dev/null "$url/metrics" | tr -d '\r') ||
+    fail "/metrics: not Prometheus' content type"
+
+note "a killed esv-healthd is replaced"
+hd_pid=$(pgrep -f "esv-healthd --listen .* $T/st\$")
+[ -n "$hd_pid" ] || fail "no esv-healthd process for $T/st"
+kill -KILL "$hd_pid"
+wait_for -t 10 eval 'p=$(pgrep -f "esv-healthd --listen .* $T/st\$"); [ -n "$p" ] && [ "$p" != "$hd_pid" ]' ||
+    fail "esv-healthd not restarted: $(cat "$T/st.err")"
+url=$(health_url "$T/st")
+get "$url" /healthz >/dev/null
+assert_eq "$(code)" 200 "/healthz of the new server"
+assert_grep "$T/st/events.jsonl" '"healthd.restart"'
+stop_sup
+wait_for -t 5 eval '! pgrep -f "esv-healthd --listen .* $T/st\$" >/dev/null' ||
+    fail "esv-healthd outlived its supervisor's orderly exit"
+
+note "healthy in the exit barrier, though nothing progresses"
+. "$ESV_TEST_DIR/rdzv.sh"
+start_rdzv
+RZ_JOB=barrier RZ_RUN=1 node a --file-timer --health-port 0 \
+    --health-address 127.0.0.1 --health-timeout 1s
+RZ_JOB=barrier RZ_RUN=6 node b
+url=$(health_url "$T/a")
+wait_for -t 15 eval '[ "$(kv "$T/a/supervise/state" state)" = finishing ]' ||
+    fail "a never reached the exit barrier: $(cat "$T/a.err")"
+sleep 1.5	# beyond the 1 s timeout since a's watchdog started
+get "$url" /healthz >/dev/null
+assert_eq "$(code)" 200 "/healthz in the exit barrier ($(cat "$T/body"))"
+assert_grep "$T/body" 'exit barrier'
+wait_sup -t 30 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
+wait_sup -t 10 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
+exit 0
