@@ -77,12 +77,12 @@ static long
 started(const char *path, long attempt)
 {
 	static char buf[TAIL + 1];
-	char key[64], *p, *nl;
+	char event[16], *line, *next;
 	struct stat sb;
 	ssize_t len;
 	off_t off;
-	long n = 0;
-	int fd, klen;
+	long n = 0, a;
+	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return 0;
@@ -92,15 +92,12 @@ started(const char *path, long attempt)
 	if (len <= 0)
 		return 0;
 	buf[len] = '\0';
-	klen = snprintf(key, sizeof(key), " %ld ", attempt);
-	for (p = buf; p != NULL && *p != '\0'; p = nl != NULL ? nl + 1 : NULL) {
-		nl = strchr(p, '\n');
-		/* "<rank> <attempt> <ns> start <pid>" */
-		if ((p = strchr(p, ' ')) == NULL)
-			break;
-		if (strncmp(p, key, klen) == 0 &&
-		    (nl == NULL || p < nl) && strstr(p, " start ") != NULL &&
-		    (nl == NULL || strstr(p, " start ") < nl))
+	/* A first line cut by the tail fails to parse or names another rank. */
+	for (line = buf; line != NULL; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (sscanf(line, "%*s %ld %*s %15s", &a, event) == 2 &&
+		    a == attempt && strcmp(event, "start") == 0)
 			n++;
 	}
 	return n;

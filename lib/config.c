@@ -451,10 +451,14 @@ set_health_port(struct loadctx *ctx, const struct option_def *d,
 	unsigned port;
 
 	(void)d;
+	cfg->health_error[0] = '\0';
+	if (*v == '\0') {
+		cfg->health_port = -1;	/* as if unset: no server */
+		return 0;
+	}
 	if (parse_uint(v, 0, 65535, &port, why, whylen) == -1)
 		return -1;
 	cfg->health_port = (int)port;
-	cfg->health_error[0] = '\0';
 	return 0;
 }
 

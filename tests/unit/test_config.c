@@ -506,6 +506,45 @@ test_torch_env_names(void **state)
 	assert_int_equal(cfg->signals[0], SIGINT);
 }
 
+/* A bad health port is said, not fatal: the job runs without the server. */
+static void
+test_health_port(void **state)
+{
+	struct fixture *f = *state;
+	struct job_config *cfg = &f->cfg;
+	char *torch[] = { "TORCHELASTIC_HEALTH_CHECK_PORT=8080", NULL };
+	char *bad[] = { "TORCHELASTIC_HEALTH_CHECK_PORT=abc", NULL };
+
+	write_ini(f, "[job]\nentrypoint = t.py\n");
+	assert_int_equal(load(f, "DIR"), 0);
+	assert_int_equal(cfg->health_port, -1);
+	assert_int_equal(cfg->health_timeout_ms, 60000);
+	assert_string_equal(cfg->health_address, "");
+	assert_int_equal(loadenv(f, torch, "DIR"), 0);
+	assert_int_equal(cfg->health_port, 8080);
+	assert_int_equal(loadenv(f, bad, "DIR"), 0);
+	assert_int_equal(cfg->health_port, -1);
+	assert_string_equal(cfg->health_error,
+	    "TORCHELASTIC_HEALTH_CHECK_PORT: not a number: abc");
+	/* A good value from a stronger source wins over a bad one. */
+	assert_int_equal(loadenv(f, bad, "--health-port", "0", "DIR"), 0);
+	assert_int_equal(cfg->health_port, 0);
+	assert_string_equal(cfg->health_error, "");
+	assert_int_equal(load(f, "--health-port", "70000", "DIR"), 0);
+	assert_int_equal(cfg->health_port, -1);
+	assert_non_null(strstr(cfg->health_error, "--health-port: "));
+	write_ini(f, "[job]\nentrypoint = t.py\nhealth_port = x\n"
+	    "health_address = ::1\nhealth_timeout = 5s\n");
+	assert_int_equal(load(f, "DIR"), 0);
+	assert_int_equal(cfg->health_port, -1);
+	assert_non_null(strstr(cfg->health_error, "job.ini:3: health_port: "));
+	assert_string_equal(cfg->health_address, "::1");
+	assert_int_equal(cfg->health_timeout_ms, 5000);
+	/* Other keys stay strict. */
+	write_ini(f, "[job]\nentrypoint = t.py\nhealth_timeout = soon\n");
+	assert_int_equal(load(f, "DIR"), -1);
+}
+
 static void
 test_both_spellings(void **state)
 {
@@ -936,6 +975,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_torch_env_names, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_both_spellings, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_health_port, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_cli_errors, setup,
 		    teardown),
