@@ -224,7 +224,8 @@ worker_ranks(const char *jobdir, int **ranks, size_t *n)
 		(*ranks)[(*n)++] = r;
 	}
 	closedir(d);
-	qsort(*ranks, *n, sizeof(**ranks), cmp_int);
+	if (*n > 0)	/* an empty workers/ leaves *ranks NULL */
+		qsort(*ranks, *n, sizeof(**ranks), cmp_int);
 	return 0;
 }
 
