@@ -4,8 +4,9 @@
 # form the first round; the worker of global rank 3 fails once, so every
 # node restarts its group; then a third node arrives and the job scales up
 # to 6 workers.  Every node waits for the others at the end (exit barrier).
-# Prints the job's status and the supervisors' exit codes; exits 0 if all
-# succeeded.  Installs what is missing and builds first (tools/setup.sh).
+# Node 0 serves /healthz, /status and /metrics (esv-healthd, a free port of
+# 127.0.0.1), asked once the job has scaled up.  Prints the job's status and
+# the supervisors' exit codes; exits 0 if all succeeded.  Installs what is missing and builds first (tools/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,21 +36,30 @@ echo "run.sh: esv-rdzv (pid $rdzv_pid) listens on $endpoint"
 
 start_node() {
 	local n=$1
+	shift
 	mkdir "$top/node$n"
 	cp etc/example/job.ini "$top/node$n/job.ini"
 	cmd=("$bin/esv-supervise" --rdzv-backend esv --rdzv-endpoint "$endpoint"
 	    --rdzv-id example --nnodes 2:3 --nproc-per-node 2 --max-restarts 1
 	    --rdzv-conf "token_file=$top/token,last_call_timeout=1s"
-	    --no-python -t 3 "$top/node$n" -- "$PWD/etc/example/worker.sh")
+	    --no-python -t 3 "$@" "$top/node$n" -- "$PWD/etc/example/worker.sh")
 	echo "run.sh: ${cmd[*]}"
 	"${cmd[@]}" &
 	pids+=($!)
 }
-start_node 0
+start_node 0 --health-port 0 --health-address 127.0.0.1
 start_node 1
 sleep 4
 echo "run.sh: a third node joins"
 start_node 2
+sleep 2
+health=$(sed -n 's/^health_listen=//p' "$top/node0/supervise/state")
+if [ -n "$health" ]; then
+	echo "run.sh: curl http://$health/healthz: $(curl -s -m 2 "http://$health/healthz")"
+	curl -s -m 2 "http://$health/metrics" | grep -E \
+	    '^esv_(restarts_total|membership_restarts_total|world_size|workers\{state="running"\}) ' |
+	    sed 's/^/run.sh: metrics: /' || :
+fi
 
 rc=()
 for p in "${pids[@]}"; do
