@@ -226,16 +226,28 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *upload_data,
     size_t *upload_size, void **req)
 {
+	static int headers_seen;
 	struct http *h = cls;
 	struct conn *cn;
 	size_t i;
 
 	(void)version;
 	(void)upload_data;
-	(void)upload_size;
-	(void)req;
-	if ((cn = conn_of(c)) != NULL)
-		request_arrived(h, cn);
+	/*
+	 * libmicrohttpd 0.9.7x closes a connection whose answer was queued
+	 * in the first call, before it knows the request is whole: answer
+	 * in the second, so that keep-alive holds.
+	 */
+	if (*req == NULL) {
+		*req = &headers_seen;
+		if ((cn = conn_of(c)) != NULL)
+			request_arrived(h, cn);
+		return MHD_YES;
+	}
+	if (*upload_size != 0) {
+		*upload_size = 0;	/* a body is not for us: skipped */
+		return MHD_YES;
+	}
 	if (h->verbose)
 		info_msg("HTTP: %s %s", method, url);
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
