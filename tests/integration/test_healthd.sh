@@ -99,6 +99,10 @@ if command -v promtool >/dev/null; then
 	promtool check metrics <"$T/st.metrics" >"$T/promtool.out" 2>&1 ||
 	    fail "promtool: $(cat "$T/promtool.out")"
 fi
+# Probers and scrapers keep their connection: the second request reuses it.
+conns=$(curl -s -m 5 -o /dev/null -o /dev/null -w '%{num_connects} ' \
+    "$url/healthz" "$url/metrics")
+assert_eq "$conns" "1 0 " "new connections for two requests (keep-alive)"
 grep -q 'Content-Type: text/plain; version=0.0.4' \
     <(curl -s -m 5 -D - -o /dev/null "$url/metrics" | tr -d '\r') ||
     fail "/metrics: not Prometheus' content type"
