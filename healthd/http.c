@@ -240,14 +240,15 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	 */
 	if (*req == NULL) {
 		*req = &headers_seen;
-		if ((cn = conn_of(c)) != NULL)
-			request_arrived(h, cn);
 		return MHD_YES;
 	}
 	if (*upload_size != 0) {
 		*upload_size = 0;	/* a body is not for us: skipped */
 		return MHD_YES;
 	}
+	/* Only now, body included: a body can trickle in as headers can. */
+	if ((cn = conn_of(c)) != NULL)
+		request_arrived(h, cn);
 	if (h->verbose)
 		info_msg("HTTP: %s %s", method, url);
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {

@@ -1,10 +1,11 @@
 #!/bin/bash
-# Bad clients and faults against esv-healthd: garbage, oversized headers, a
-# byte trickler, random bytes that never end a line, 300 idle connections,
-# wrong methods and paths, then its supervisor killed under it; and health
-# ports that are bad or taken.  Each bad client gets a 4xx or a close within
-# a bound, while /healthz keeps answering 200 to a well-behaved client from
-# the same esv-healthd process.
+# Bad clients and faults against esv-healthd: garbage, oversized headers,
+# byte tricklers (of a request, of a body after whole headers, of a second
+# request on a keep-alive connection), random bytes that never end a line,
+# 300 idle connections, wrong methods and paths, then its supervisor
+# killed under it; and health ports that are bad or taken.  Each bad
+# client gets a 4xx or a close within a bound, while /healthz keeps
+# answering 200 to a well-behaved client from the same esv-healthd process.
 . "$(dirname "$0")/lib.sh"
 esv_setup 170
 HD=${ESV_HEALTHD:-$ESV_BIN_DIR/../healthd/esv-healthd}
@@ -48,7 +49,7 @@ ESV_HEALTHD=$T/hd-spy run_sup "$T/iniport" --no-python -- true
 no_health iniport "$T/iniport/job.ini:2: health_port: not a number: x: no health server"
 
 note "a health port already taken: the job runs, esv-healthd says why"
-"$PY" -c 'import socket, sys, time
+"$PY" -c 'import socket, time
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen()
@@ -101,16 +102,17 @@ healthy "at first"
 
 # The slow cases take the server's 10 s deadline: all at once, and the
 # quick cases meanwhile.
-"$PY" "$ABUSE" "$port" slow 20 >"$T/slow.out" 2>&1 &
-slow=$!
-"$PY" "$ABUSE" "$port" unterminated 20 >"$T/unterminated.out" 2>&1 &
-unterminated=$!
-"$PY" "$ABUSE" "$port" idle 300 25 "$T/idle.ready" >"$T/idle.out" 2>&1 &
-idle=$!
+slow_cases="slow slowbody slownext unterminated idle"
+for c in $slow_cases; do
+	args=(20)
+	[ "$c" = idle ] && args=(300 25 "$T/idle.ready")
+	"$PY" "$ABUSE" "$port" "$c" "${args[@]}" >"$T/$c.out" 2>&1 &
+	eval "pid_$c=\$!"
+done
 wait_for -t 5 test -e "$T/idle.ready" ||
     fail "idle connections: $(cat "$T/idle.out")"
 for i in 1 2 3 4 5; do
-	healthy "while 300 connections idle and one trickles ($i)"
+	healthy "while 300 connections idle and four trickle ($i)"
 	sleep 0.3
 done
 abuse garbage
@@ -119,13 +121,13 @@ abuse huge
 healthy "after huge headers"
 abuse methods
 healthy "after wrong methods and paths"
-for p in "$slow" "$unterminated" "$idle"; do
+for c in $slow_cases; do
 	# Else the checks above did not run beside them.
-	esv_alive "$p" || fail "a slow bad client ended before the checks: $(
-	    cat "$T/slow.out" "$T/unterminated.out" "$T/idle.out")"
+	eval "esv_alive \$pid_$c" ||
+	    fail "$c: ended before the checks: $(cat "$T/$c.out")"
 done
-for c in slow unterminated idle; do
-	eval "wait \$$c" || fail "$c: $(cat "$T/$c.out")"
+for c in $slow_cases; do
+	eval "wait \$pid_$c" || fail "$c: $(cat "$T/$c.out")"
 	cat "$T/$c.out" >&2
 done
 healthy "after the slow clients were dropped"
@@ -134,6 +136,7 @@ assert_grep "$JOB_ERR" \
 esv_alive "$JOB_PID" || fail "the supervisor died: $(cat "$JOB_ERR")"
 
 note "the supervisor killed: 503 naming it, then esv-healthd exits"
+disown "$JOB_PID"	# its "Killed" is no news
 kill -KILL "$JOB_PID"
 t0=$(date +%s%3N)
 wait_for -t 2 eval '[ "$(curl -s -m 1 -o "$T/hz" -w "%{http_code}" "$url/healthz")" = 503 ]' ||
@@ -146,7 +149,6 @@ tgone=$(($(date +%s%3N) - t0))
 note "503 after ${t503} ms, esv-healthd gone after ${tgone} ms"
 # It lingers to tell probers why: 3 s.
 [ "$tgone" -ge 2000 ] || fail "esv-healthd exited after only ${tgone} ms"
-{ wait "$JOB_PID"; } 2>/dev/null	# its "Killed" is no news
 [ -z "$(hd_pid)" ] || fail "a leftover esv-healthd: $(hd_pid)"
 assert_grep "$JOB_ERR" '^esv-healthd: the supervisor went away'
 exit 0
