@@ -10,7 +10,8 @@
  * LOCAL_RANK 1 waits until all $LOCAL_WORLD_SIZE workers of its attempt
  * have stamped their start, sleeps $ESV_BENCH_FAIL_MS (200) ms, stamps
  * "exit" and exits 1.  The others wait for a stop signal, stamp "signal"
- * and exit 128+sig, as stamp_worker's "sleep" does.  stamp_worker's
+ * and exit 128+sig, as stamp_worker's "sleep" does; so does LOCAL_RANK 1
+ * when it is stopped before it has failed.  stamp_worker's
  * "failonce" fails in attempt 0 only; this one fails in every attempt.
  *
  * The attempt is TORCHELASTIC_RESTART_COUNT.  Each line is one write(2)
@@ -63,13 +64,47 @@ stamp(const char *rank, long attempt, const struct timespec *ts,
 		(void)write(stampfd, line, (size_t)len);
 }
 
-static void
-nap_ms(long ms)
+static void __attribute__((noreturn))
+stopped(const char *rank, long attempt, int sig)
 {
-	struct timespec nap = { ms / 1000, ms % 1000 * 1000000L };
+	struct timespec ts;
 
-	while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
-		;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	stamp(rank, attempt, &ts, "signal");
+	_exit(sig == -1 ? 111 : 128 + sig);
+}
+
+/*
+ * Sleep, but die of a stop signal: the supervisor may stop the group
+ * while this worker still waits for the others, and they never come.
+ */
+static void
+nap_ms(const char *rank, long attempt, const sigset_t *set, long ms)
+{
+	struct timespec end, now, left;
+	long long ns;
+	int sig;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += ms % 1000 * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ns = (long long)(end.tv_sec - now.tv_sec) * 1000000000LL +
+		    (end.tv_nsec - now.tv_nsec);
+		if (ns <= 0)
+			return;
+		left.tv_sec = ns / 1000000000LL;
+		left.tv_nsec = ns % 1000000000LL;
+		if ((sig = sigtimedwait(set, NULL, &left)) > 0)
+			stopped(rank, attempt, sig);
+		if (sig == -1 && errno != EAGAIN && errno != EINTR)
+			stopped(rank, attempt, -1);
+	}
 }
 
 /* Start lines of this attempt in the file's tail. */
@@ -134,15 +169,13 @@ main(void)
 		n = env_long("LOCAL_WORLD_SIZE", 0);
 		/* A failure during the launch would time the launch. */
 		while (path != NULL && started(path, attempt) < n)
-			nap_ms(5);
-		nap_ms(env_long("ESV_BENCH_FAIL_MS", 200));
+			nap_ms(rank, attempt, &set, 5);
+		nap_ms(rank, attempt, &set, env_long("ESV_BENCH_FAIL_MS", 200));
 		clock_gettime(CLOCK_REALTIME, &ts);
 		stamp(rank, attempt, &ts, "exit");
 		_exit(1);
 	}
 	while ((sig = sigwaitinfo(&set, NULL)) == -1 && errno == EINTR)
 		;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	stamp(rank, attempt, &ts, "signal");
-	_exit(sig == -1 ? 111 : 128 + sig);
+	stopped(rank, attempt, sig);
 }
