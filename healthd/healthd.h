@@ -30,6 +30,9 @@ struct view {
 	long long	 loaded_ms;
 	char		*status;	/* /status's body, NULL: to rebuild */
 	size_t		 status_len;
+	char		*metrics;	/* /metrics's body, as of metrics_ms */
+	size_t		 metrics_len;
+	long long	 metrics_ms;
 
 	bool		 have_wd;	/* wd is the watchdog's last answer */
 	struct wd_status wd;
@@ -51,8 +54,11 @@ long long	view_tick(struct view *v, long long now_ms);
 enum health	view_health(struct view *v, char *reason, size_t len);
 /* /status's body, owned by the view until its next reload. */
 const char	*view_status(struct view *v, size_t *len);
-/* /metrics's body, malloc'd; NULL on ENOMEM. */
-char		*view_metrics(struct view *v, size_t *len);
+/*
+ * /metrics's body, owned by the view; rendered again at most every
+ * VIEW_TTL_MS (its seconds since the last progress are that fresh).
+ */
+const char	*view_metrics(struct view *v, size_t *len);
 
 /* http.c */
 struct http;

@@ -200,16 +200,13 @@ status(struct http *h, struct MHD_Connection *c)
 static enum MHD_Result
 metrics(struct http *h, struct MHD_Connection *c)
 {
-	enum MHD_Result ok;
+	const char *body;
 	size_t len;
-	char *body;
 
 	if ((body = view_metrics(h->v, &len)) == NULL)
 		return MHD_NO;
-	ok = answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; "
+	return answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; "
 	    "charset=utf-8", body, len);
-	free(body);
-	return ok;
 }
 
 static const struct {

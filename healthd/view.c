@@ -52,6 +52,8 @@ refresh(struct view *v)
 	json_decref(v->st);
 	free(v->status);
 	v->status = NULL;
+	free(v->metrics);
+	v->metrics = NULL;
 	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL &&
 	    ratelim_allow(&v->warnrl))
 		warn_sys("%s: unable to read the job's state", v->jobdir);
@@ -141,6 +143,8 @@ wdq_read(struct watch *w, uint32_t events)
 		v->have_wd = true;
 		free(v->status);
 		v->status = NULL;
+		free(v->metrics);
+		v->metrics = NULL;
 	} else
 		warn_msg("watchdog: unexpected answer: %s", err);
 	wdq_close(v);
@@ -242,15 +246,24 @@ view_status(struct view *v, size_t *len)
 	return v->status;
 }
 
-char *
+const char *
 view_metrics(struct view *v, size_t *len)
 {
+	long long now = mono_ms();
 	char reason[128];
 	double since;
 	enum health h;
 
 	refresh(v);
-	h = judge(v, wall_now(), &since, reason, sizeof(reason));
-	return metrics_render(v->st, v->have_wd ? &v->wd : NULL,
-	    h == HEALTHY, since, len);
+	if (v->metrics == NULL || now - v->metrics_ms >= VIEW_TTL_MS) {
+		free(v->metrics);
+		h = judge(v, wall_now(), &since, reason, sizeof(reason));
+		v->metrics = metrics_render(v->st, v->have_wd ? &v->wd : NULL,
+		    h == HEALTHY, since, &v->metrics_len);
+		v->metrics_ms = now;
+		if (v->metrics == NULL)
+			return NULL;
+	}
+	*len = v->metrics_len;
+	return v->metrics;
 }

@@ -520,31 +520,71 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 	    (long long)sv->cfg->shutdown_timeout_ms);
 }
 
+pid_t *
+children_list(size_t *n)
+{
+	char path[64], *text, *p, *end;
+	pid_t *pids = NULL, *np;
+	size_t cap = 0;
+	long pid;
+
+	*n = 0;
+	if (pathf(path, sizeof(path), "/proc/self/task/%d/children",
+	    getpid()) == -1 || (text = read_text(path, 1 << 20, NULL)) == NULL)
+		return NULL;
+	for (p = text; *p != '\0'; p = end) {
+		pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((np = reallocarray(pids, cap, sizeof(*np))) == NULL)
+				break;
+			pids = np;
+		}
+		pids[(*n)++] = (pid_t)pid;
+	}
+	free(text);
+	return pids;
+}
+
+/* A child we had before we were the supervisor; drop: it was reaped. */
+static bool
+inherited(struct supervisor *sv, pid_t pid, bool drop)
+{
+	size_t i;
+
+	for (i = 0; i < sv->ninherited; i++)
+		if (sv->inherited[i] == pid) {
+			if (drop)
+				sv->inherited[i] = sv->inherited[--sv->ninherited];
+			return true;
+		}
+	return false;
+}
+
 /*
  * Orphans the workers left (double-forked daemons, dataloaders that set
  * up their own session) were reparented to us as subreaper: kill them.
+ * Not our helpers, and not what our caller started before exec'ing us
+ * (`sh -c 'sidecar & exec esv-supervise ...'`).
  */
 static void
 kill_adopted(struct supervisor *sv)
 {
 	struct rdzv_status rs;
-	char path[64], *text, *p, *end;
-	long pid, host_pid;
+	pid_t *pids;
+	size_t i, n;
 
 	rdzv_status(&sv->rz, &rs);
-	host_pid = rs.host_pid;
-	if (pathf(path, sizeof(path), "/proc/self/task/%d/children",
-	    getpid()) == -1 || (text = read_text(path, 1 << 20, NULL)) == NULL)
+	if ((pids = children_list(&n)) == NULL)
 		return;
-	for (p = text; *p != '\0'; p = end) {
-		pid = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		if (pid > 1 && pid != sv->guardian_pid && pid != host_pid &&
-		    pid != sv->wd_pid && pid != sv->hd_pid)
-			kill((pid_t)pid, SIGKILL);
-	}
-	free(text);
+	for (i = 0; i < n; i++)
+		if (pids[i] > 1 && pids[i] != sv->guardian_pid &&
+		    pids[i] != rs.host_pid && pids[i] != sv->wd_pid &&
+		    pids[i] != sv->hd_pid && !inherited(sv, pids[i], false))
+			kill(pids[i], SIGKILL);
+	free(pids);
 }
 
 /* Every worker is gone: clean up after them, then decide what is next. */
@@ -691,15 +731,8 @@ worker_exited(struct supervisor *sv, struct worker *wk, int status)
 		wk->state = W_SUCCEEDED;
 	else if (sv->state == G_STOPPING)
 		wk->state = W_STOPPED;
-	else {
+	else
 		wk->state = W_FAILED;
-		if (wk->exec_errno != 0)
-			sv->failures_exec++;
-		else if (wk->exitcode < 0)
-			sv->failures_signal++;
-		else
-			sv->failures_exit++;
-	}
 	wk->exit_pending = true;
 }
 
@@ -720,8 +753,16 @@ flush_exits(struct supervisor *sv)
 			    wk->local_rank, sv->cfg->no_python ?
 			    sv->cfg->argv[0] : sv->python,
 			    strerror(wk->exec_errno));
-		if (wk->state == W_FAILED)
+		if (wk->state == W_FAILED) {
 			record_failure(sv, wk);
+			/* Here, where spawn failures pass too (exec_errno). */
+			if (wk->exec_errno != 0)
+				sv->failures_exec++;
+			else if (wk->exitcode < 0)
+				sv->failures_signal++;
+			else
+				sv->failures_exit++;
+		}
 		events_log(sv, "worker.exit", json_pack("{si si si si ss ss}",
 		    "local_rank", wk->local_rank, "rank",
 		    sv->round.ranks.base_rank + wk->local_rank, "pid",
@@ -761,8 +802,10 @@ group_reap(struct supervisor *sv)
 			healthd_died(sv, status);
 			continue;
 		}
-		if ((wk = find_worker(sv, pid)) == NULL)
+		if ((wk = find_worker(sv, pid)) == NULL) {
+			(void)inherited(sv, pid, true);
 			continue;
+		}
 		worker_exited(sv, wk, status);
 		if (wk->state == W_FAILED)
 			failed++;

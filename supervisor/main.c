@@ -241,6 +241,7 @@ main(int argc, char **argv)
 		    "so as not to overload the system; tune it for your "
 		    "application");
 	sv.cfg = &cfg;
+	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;
 	sv.wd_fifo_fd = sv.wdw.fd = -1;
 	sv.environ = environ;

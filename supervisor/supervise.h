@@ -95,6 +95,10 @@ struct supervisor {
 	struct rdzv_round	 round;
 	bool			 have_round;
 
+	/* Children from before exec (a caller's sidecar): never killed. */
+	pid_t			*inherited;
+	size_t			 ninherited;
+
 	struct worker		*workers;
 	unsigned		 nworkers;
 	unsigned		 alive;
@@ -148,6 +152,8 @@ void	group_rdzv_failed(struct supervisor *sv, const char *why);
 void	group_membership_changed(struct supervisor *sv);
 void	group_barrier_done(struct supervisor *sv, bool released);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
+/* Our children now, from /proc (malloc'd; NULL and *n 0 if unknown). */
+pid_t	*children_list(size_t *n);
 const char *group_state_name(enum group_state st);
 
 /* control.c */

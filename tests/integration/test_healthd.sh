@@ -121,6 +121,16 @@ stop_sup
 wait_for -t 5 eval '! pgrep -f "esv-healthd --listen .* $T/st\$" >/dev/null' ||
     fail "esv-healthd outlived its supervisor's orderly exit"
 
+note "failures by kind: killed by a signal, unable to start"
+printf '#!/bin/sh\nkill -KILL $$\n' >"$T/suicide.sh"
+chmod +x "$T/suicide.sh"
+run_sup "$T/sig" --max-restarts 1 --no-python -- "$T/suicide.sh"
+assert_eq "$(kv "$T/sig/supervise/state" worker_failures_signal)" 2 "signal failures"
+assert_eq "$(kv "$T/sig/supervise/state" worker_failures_exit)" 0 "exit failures"
+run_sup "$T/exec" --max-restarts 1 --no-python -- "$T/no-such-program"
+assert_eq "$(kv "$T/exec/supervise/state" worker_failures_exec)" 2 "exec failures"
+assert_eq "$(kv "$T/exec/supervise/state" worker_failures_exit)" 0 "exit failures"
+
 note "healthy in the exit barrier, though nothing progresses"
 . "$ESV_TEST_DIR/rdzv.sh"
 start_rdzv

@@ -205,5 +205,14 @@ stop_sup "$second"
 left=$(marked "$M")
 [ -z "$left" ] || fail "processes of the job alive after the supervisor exited: $left"
 
+note "a child the caller started before exec'ing the supervisor is not ours to kill"
+# sh -c 'sidecar & exec esv-supervise ...': the sidecar becomes our child.
+SUP_PREFIX=(sh -c 'sleep 60 & echo $! >"$0"; exec "$@"' "$T/sidecar.pid")
+run_sup "$T/side" --max-restarts 1 --no-python -- sh -c 'exit 1'
+SUP_PREFIX=()
+assert_eq "$SUP_RC" 1 "sidecar job: exit status"
+esv_alive "$(cat "$T/sidecar.pid")" || fail "the caller's sidecar was killed"
+kill "$(cat "$T/sidecar.pid")"
+
 note ok
 exit 0
