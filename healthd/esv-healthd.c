@@ -22,6 +22,7 @@
 
 /* After its supervisor is gone: long enough for a prober to hear why. */
 #define LINGER_MS	3000
+#define NICENESS	10
 
 static struct {
 	struct loop	 lp;
@@ -111,12 +112,31 @@ announce(int supfd)
 		warn_sys("unable to tell the supervisor where we listen");
 }
 
+/*
+ * Answers to probes must not take CPU from the job: under a flood of
+ * requests the supervisor (and the workers) go first.  A probe answered a
+ * few ms later is still answered.  Our own session is our own autogroup,
+ * whose weight the kernel takes from /proc/self/autogroup, not from nice.
+ */
+static void
+yield_to_the_job(void)
+{
+	FILE *f;
+
+	(void)setpriority(PRIO_PROCESS, 0, NICENESS);
+	if ((f = fopen("/proc/self/autogroup", "we")) != NULL) {
+		fprintf(f, "%d", NICENESS);
+		(void)fclose(f);
+	}
+}
+
 static void
 setup(const char *listen, int supfd, bool verbose)
 {
 	struct rlimit rl;
 
 	loop_daemon_init(&g.lp, &g.sigw, on_signal);
+	yield_to_the_job();
 	/* CONN_MAX connections must fit under the usual soft limit of 1024. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
 	    rl.rlim_cur < rl.rlim_max) {
