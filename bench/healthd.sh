@@ -16,6 +16,9 @@
 #   BENCH_REPS         repetitions, median of the wrk runs reported (3)
 #   BENCH_WRK_THREADS  wrk -t (1)
 #   BENCH_WRK_CONNS    wrk -c (32)
+#   BENCH_WRK_NICE     run wrk in a session of its own at this niceness
+#                      (and its autogroup's), standing in for a prober on
+#                      another machine (empty: wrk competes at nice 0)
 #   BENCH_NPROC        workers in the group (4)
 #   BENCH_FAIL_MS      how long the group runs before a worker fails (200)
 #   BENCH_FLOOR        httpfloor's mode: keepalive (as esv-healthd), close
@@ -31,6 +34,7 @@ set -eu
 : "${BENCH_REPS:=3}"
 : "${BENCH_WRK_THREADS:=1}"
 : "${BENCH_WRK_CONNS:=32}"
+: "${BENCH_WRK_NICE:=}"
 : "${BENCH_NPROC:=4}"
 : "${BENCH_FAIL_MS:=200}"
 : "${BENCH_FLOOR=keepalive}"
@@ -46,7 +50,7 @@ gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
 
 export BENCH_WORK=$work BENCH_DIR=$bench ESV_BUILD BENCH_SECS \
     BENCH_IDLE_SECS BENCH_REPS BENCH_WRK_THREADS BENCH_WRK_CONNS \
-    BENCH_NPROC BENCH_FAIL_MS BENCH_FLOOR
+    BENCH_WRK_NICE BENCH_NPROC BENCH_FAIL_MS BENCH_FLOOR
 
 "$python" - <<'PY'
 import http.client
@@ -74,6 +78,7 @@ IDLE = int(os.environ["BENCH_IDLE_SECS"])
 REPS = int(os.environ["BENCH_REPS"])
 THREADS = int(os.environ["BENCH_WRK_THREADS"])
 CONNS = int(os.environ["BENCH_WRK_CONNS"])
+WRK_NICE = os.environ["BENCH_WRK_NICE"]
 NPROC = int(os.environ["BENCH_NPROC"])
 FAIL_MS = int(os.environ["BENCH_FAIL_MS"])
 FLOOR_MODE = os.environ["BENCH_FLOOR"]
@@ -314,8 +319,12 @@ def wrk(port, path, server):
     url = f"http://127.0.0.1:{port}{path}"
     c0 = cpu_ns(server) if server else None
     t0 = time.time_ns()
-    r = subprocess.run([WRK, f"-t{THREADS}", f"-c{CONNS}", f"-d{SECS}s",
-                        "--latency", url], capture_output=True, text=True,
+    cmd = [WRK, f"-t{THREADS}", f"-c{CONNS}", f"-d{SECS}s", "--latency", url]
+    if WRK_NICE:
+        # A new session is a new autogroup, whose weight is set apart.
+        cmd = ["setsid", "-w", "nice", "-n", WRK_NICE, "sh", "-c",
+               'echo "$0" >/proc/self/autogroup; exec "$@"', WRK_NICE] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True,
                        timeout=SECS + 60)
     t1 = time.time_ns()
     c1 = cpu_ns(server) if server else None
@@ -510,7 +519,8 @@ def f(v, p=2):
 def table(rst, sup, runs):
     head = ["measure"] + [LABELS[p] for p in PHASES] + ["target", "meets"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    wrk_of = f"wrk -t{THREADS} -c{CONNS}, {SECS} s, median of {REPS}"
+    wrk_of = f"wrk -t{THREADS} -c{CONNS}, {SECS} s, median of {REPS}" + \
+        (f", wrk at nice {WRK_NICE}" if WRK_NICE else "")
 
     def wrkrow(label, key, prec, target, ok):
         cells, met = [], []
