@@ -439,7 +439,7 @@ void
 jobstatus_print_job(FILE *fp, const json_t *st, double now)
 {
 	const json_t *job = json_object_get(st, "job");
-	const char *jobdir, *sup, *state, *pid;
+	const char *jobdir, *sup, *state, *pid, *where;
 	char b1[64], b2[64];
 	long long secs;
 	json_t *v;
@@ -468,6 +468,8 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 		fprintf(fp, ", last timer request %llds ago",
 		    now > json_number_value(v) ?
 		    (long long)(now - json_number_value(v)) : 0);
+	if (up && (where = field(job, "health_listen", b2, sizeof(b2))) != NULL)
+		fprintf(fp, ", health http://%s/healthz", where);
 	fputc('\n', fp);
 }
 

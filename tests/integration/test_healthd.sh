@@ -73,6 +73,8 @@ sleep 0.3	# past esv-healthd's 100 ms cache
 get "$url" /status >"$T/st.http"
 assert_eq "$(code)" 200 "/status"
 ctl status --json "$T/st" >"$T/st.ctl"
+ctl status "$T/st" >"$T/st.human"
+assert_grep_F "$T/st.human" "health $url/healthz" "esv-ctl status"
 "$PY" - "$T/st.http" "$T/st.ctl" <<'EOF' || fail "/status and esv-ctl differ"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
