@@ -20,10 +20,13 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+
 #include <microhttpd.h>
 
 #include "healthd.h"
 #include "msg.h"
+#include "netlisten.h"
 #include "ratelim.h"
 
 #define CONN_MAX	1000
@@ -49,6 +52,24 @@ struct http {
 	struct MHD_Response	*not_found, *bad_method;
 	struct ratelim		 logrl;
 };
+
+/* "addr:port" of the client, for log lines that must name it. */
+static const char *
+peer_of(struct MHD_Connection *c)
+{
+	static char peer[80];
+	const union MHD_ConnectionInfo *ci;
+	struct sockaddr_storage ss = { 0 };
+	char ip[64];
+
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci == NULL || ci->client_addr == NULL)
+		return "?";
+	memcpy(&ss, ci->client_addr, ci->client_addr->sa_family == AF_INET6 ?
+	    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	net_addr_fmt(&ss, ip, sizeof(ip), peer, sizeof(peer));
+	return peer;
+}
 
 /* ---- request deadlines ---- */
 
@@ -126,20 +147,18 @@ expire_requests(struct http *h, long long now)
 {
 	const union MHD_ConnectionInfo *ci;
 	struct conn *cn;
-	unsigned long n = 0;
 
 	while ((cn = TAILQ_FIRST(&h->waiting)) != NULL && cn->deadline <= now) {
 		TAILQ_REMOVE(&h->waiting, cn, entry);
 		cn->queued = false;
+		if (ratelim_allow(&h->logrl))
+			warn_msg("HTTP: %s: no whole request within %d s: "
+			    "dropped", peer_of(cn->c), REQUEST_MS / 1000);
 		ci = MHD_get_connection_info(cn->c,
 		    MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (ci != NULL)
 			shutdown(ci->connect_fd, SHUT_RDWR);
-		n++;
 	}
-	if (n > 0 && ratelim_allow(&h->logrl))
-		warn_msg("HTTP: %lu connection%s sent no whole request within "
-		    "%d s: dropped", n, n == 1 ? "" : "s", REQUEST_MS / 1000);
 	return cn != NULL ? cn->deadline : LLONG_MAX;
 }
 
@@ -265,12 +284,16 @@ static void
 on_log(void *cls, const char *fmt, va_list ap)
 {
 	struct http *h = cls;
-	char line[256];
+	char line[512], *html, *end;
 	size_t n;
 
 	if (!ratelim_allow(&h->logrl))
 		return;
 	vsnprintf(line, sizeof(line), fmt, ap);
+	/* Its canned answer's HTML says nothing the status code does not. */
+	if ((html = strstr(line, " ('<html>")) != NULL &&
+	    (end = strstr(html, "</html>')")) != NULL)
+		memmove(html, end + 9, strlen(end + 9) + 1);
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
 		line[--n] = '\0';
