@@ -90,36 +90,24 @@ hd_lost(struct supervisor *sv)
 }
 
 static void
+hd_line(struct supervisor *sv, char *line)
+{
+	if (strncmp(line, "listening ", 10) == 0) {
+		strlcpy(sv->hd_where, line + 10, sizeof(sv->hd_where));
+		report_group(sv);
+	} else
+		warn_msg("esv-healthd: unexpected line");
+}
+
+static void
 hd_read(struct watch *w, uint32_t events)
 {
 	struct supervisor *sv = w->ctx;
-	char *nl;
-	ssize_t r;
 
 	(void)events;
-	r = read(w->fd, sv->hd_in + sv->hd_inlen,
-	    sizeof(sv->hd_in) - 1 - sv->hd_inlen);
-	if (r <= 0) {
-		if (r == -1 && (errno == EAGAIN || errno == EINTR))
-			return;
-		hd_lost(sv);	/* its exit comes with SIGCHLD */
-		return;
-	}
-	sv->hd_inlen += r;
-	sv->hd_in[sv->hd_inlen] = '\0';
-	while ((nl = strchr(sv->hd_in, '\n')) != NULL) {
-		*nl = '\0';
-		if (strncmp(sv->hd_in, "listening ", 10) == 0) {
-			strlcpy(sv->hd_where, sv->hd_in + 10,
-			    sizeof(sv->hd_where));
-			report_group(sv);
-		} else
-			warn_msg("esv-healthd: unexpected line");
-		sv->hd_inlen -= nl + 1 - sv->hd_in;
-		memmove(sv->hd_in, nl + 1, sv->hd_inlen + 1);
-	}
-	if (sv->hd_inlen == sizeof(sv->hd_in) - 1)
-		sv->hd_inlen = 0;	/* no line is that long: resync */
+	if (helper_read_lines(sv, w->fd, sv->hd_in, sizeof(sv->hd_in),
+	    &sv->hd_inlen, hd_line) == -1)
+		hd_lost(sv);
 }
 
 /* SIGCHLD said our health server died. */

@@ -197,6 +197,14 @@ void	watchdog_died(struct supervisor *sv, int status);
 void	watchdog_timer(struct watch *w, uint32_t events);
 void	watchdog_stop(struct supervisor *sv);
 
+/*
+ * helper.c: read what a helper daemon sent on fd into buf (len bytes kept
+ * of an unfinished line) and hand each whole line, without its newline,
+ * to line.  -1 when it hung up (its exit comes with SIGCHLD), else 0.
+ */
+int	helper_read_lines(struct supervisor *sv, int fd, char *buf,
+	    size_t size, size_t *len, void (*line)(struct supervisor *, char *));
+
 /* healthd.c */
 void	healthd_setup(struct supervisor *sv);
 void	healthd_died(struct supervisor *sv, int status);

@@ -148,45 +148,35 @@ wd_lost(struct supervisor *sv)
 }
 
 static void
+wd_line(struct supervisor *sv, char *line)
+{
+	struct wd_expired x;
+	char err[128];
+	pid_t *pids;
+	size_t n;
+
+	switch (wdchan_parse_control(line, &pids, &n, &x, err, sizeof(err))) {
+	case 'e':
+		on_expired(sv, &x);
+		break;
+	case 'p':
+		free(pids);
+		warn_msg("watchdog: sent us a pid list");
+		break;
+	default:
+		warn_msg("watchdog: unexpected line: %s", err);
+	}
+}
+
+static void
 wd_read(struct watch *w, uint32_t events)
 {
 	struct supervisor *sv = w->ctx;
-	struct wd_expired x;
-	char err[128], *nl, *p;
-	pid_t *pids;
-	size_t n;
-	ssize_t r;
 
 	(void)events;
-	r = read(w->fd, sv->wd_in + sv->wd_inlen,
-	    sizeof(sv->wd_in) - 1 - sv->wd_inlen);
-	if (r <= 0) {
-		if (r == -1 && (errno == EAGAIN || errno == EINTR))
-			return;
-		wd_lost(sv);	/* its exit comes with SIGCHLD */
-		return;
-	}
-	sv->wd_inlen += r;
-	sv->wd_in[sv->wd_inlen] = '\0';
-	for (p = sv->wd_in; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
-		*nl = '\0';
-		switch (wdchan_parse_control(p, &pids, &n, &x, err,
-		    sizeof(err))) {
-		case 'e':
-			on_expired(sv, &x);
-			break;
-		case 'p':
-			free(pids);
-			warn_msg("watchdog: sent us a pid list");
-			break;
-		default:
-			warn_msg("watchdog: unexpected line: %s", err);
-		}
-	}
-	sv->wd_inlen -= p - sv->wd_in;
-	memmove(sv->wd_in, p, sv->wd_inlen);
-	if (sv->wd_inlen == sizeof(sv->wd_in) - 1)
-		sv->wd_inlen = 0;	/* no line is that long: resync */
+	if (helper_read_lines(sv, w->fd, sv->wd_in, sizeof(sv->wd_in),
+	    &sv->wd_inlen, wd_line) == -1)
+		wd_lost(sv);
 }
 
 /* SIGCHLD said our watchdog died: a new one, with the current workers. */
