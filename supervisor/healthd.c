@@ -9,7 +9,6 @@
  * growing delay instead of once a second; one that finds its arguments
  * bad (exit 100) is not tried again: that will not get better.
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
