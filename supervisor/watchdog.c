@@ -7,7 +7,6 @@
  * client would raise) while the watchdog is being restarted; what is
  * written meanwhile waits in the pipe for the next watchdog.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
