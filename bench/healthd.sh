@@ -1,10 +1,10 @@
 #!/bin/bash
 # bash bench/healthd.sh — esv-healthd under wrk while its job fails and
-# restarts in a loop (bench/healthd_worker.c): requests per second and p99
-# latency of /healthz and /metrics, and the supervisor's restart latency
-# with no health server, with an idle one, and with one under wrk; and, as
-# the floor, the same wrk load on a bare libmicrohttpd server
-# (bench/httpfloor.c) beside a job without a health server.
+# restarts in a loop (bench/stamp_worker.c, mode failalways): requests per
+# second and p99 latency of /healthz and /metrics, and the supervisor's
+# restart latency with no health server, with an idle one, and with one
+# under wrk; and, as the floor, the same wrk load on a bare libmicrohttpd
+# server (bench/httpfloor.c) beside a job without a health server.
 # See bench/README.md, "Health server".  It measures and prints; it
 # asserts nothing and exits 0 even when a target is missed.
 #
@@ -39,11 +39,7 @@ set -eu
 : "${BENCH_FAIL_MS:=200}"
 : "${BENCH_FLOOR=keepalive}"
 
-# Static when the C library allows it, as bench/run.sh builds its worker.
-gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static \
-    -o "$work/healthd_worker" "$bench/healthd_worker.c" 2>/dev/null ||
-    gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
-    -o "$work/healthd_worker" "$bench/healthd_worker.c"
+cc_bench "$bench/stamp_worker.c" "$work/stamp_worker" -Werror
 gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
     -o "$work/httpfloor" "$bench/httpfloor.c" \
     $(pkg-config --cflags --libs libmicrohttpd)
@@ -72,7 +68,7 @@ sys.path.insert(0, BENCH)
 BUILD = os.environ["ESV_BUILD"]
 SUP = os.path.join(BUILD, "supervisor", "esv-supervise")
 HEALTHD = os.path.join(BUILD, "healthd", "esv-healthd")
-WORKER = os.path.join(WORK, "healthd_worker")
+WORKER = os.path.join(WORK, "stamp_worker")
 SECS = int(os.environ["BENCH_SECS"])
 IDLE = int(os.environ["BENCH_IDLE_SECS"])
 REPS = int(os.environ["BENCH_REPS"])
@@ -96,62 +92,8 @@ LABELS = {"nohealth": "no health server",
           "metrics": "health server, wrk /metrics"}
 notes = []
 
-from benchlib import loadavg  # noqa: E402
-
-
-def fstype(path):
-    """Type of the file system holding path: the longest mount prefix."""
-    best, kind = "", "unknown"
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            p = line.split()
-            mnt = p[1].replace("\\040", " ")
-            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and \
-                    len(mnt) >= len(best):
-                best, kind = mnt, p[2]
-    return kind
-
-
-def cpu_ns(pid):
-    """On-CPU time of every thread of pid so far (schedstat), in ns."""
-    t = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                t += int(f.read().split()[0])
-        except OSError:
-            pass
-    return t
-
-
-def sched_ns(pid):
-    """(on-CPU, run-queue wait) of every thread of pid so far, in ns."""
-    cpu = wait = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                v = f.read().split()
-            cpu += int(v[0])
-            wait += int(v[1])
-        except OSError:
-            pass
-    return cpu, wait
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
+from benchlib import (children, cpu_ns, fstype, loadavg,  # noqa: E402
+                      read_stamps, sched_ns)
 
 
 def comm(pid):
@@ -204,6 +146,7 @@ class Job:
                   "--close" if FLOOR_MODE == "close" else "",
                   portfile] + self.cmd if floor else self.cmd
         env = dict(os.environ, ESV_BENCH_STAMPS=self.stamps,
+                   ESV_BENCH_MODE="failalways",
                    ESV_BENCH_FAIL_MS=str(FAIL_MS), ESV_HEALTHD=HEALTHD,
                    TMPDIR=self.dir)
         log = open(self.logpath, "w")
@@ -273,20 +216,6 @@ class Job:
         """Drop the job directory: thousands of attempt log dirs."""
         if not KEEP:
             shutil.rmtree(self.jobdir, ignore_errors=True)
-
-
-def read_stamps(path):
-    """[(rank, attempt, ns, event, pid)] from the stamps file."""
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                p = line.split()
-                if len(p) == 5:
-                    out.append((p[0], int(p[1]), int(p[2]), p[3], int(p[4])))
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def restarts(path):

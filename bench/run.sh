@@ -23,13 +23,6 @@ set -eu
 : "${BENCH_TOOLS:=floor spawnfloor esv torchrun}"
 : "${BENCH_FAIL_MS:=200}"
 
-# Static when the C library allows it: no dynamic loader in any exec, so
-# the worker's own start-up cost is the same small constant for everyone.
-cc_bench() {
-	gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -static -o "$2" "$1" \
-	    2>/dev/null || gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra \
-	    -o "$2" "$1"
-}
 cc_bench "$bench/stamp_worker.c" "$work/stamp_worker"
 cc_bench "$bench/floor.c" "$work/floor"
 
@@ -48,6 +41,7 @@ import time
 
 WORK = os.environ["BENCH_WORK"]
 BENCH = os.environ["BENCH_DIR"]
+sys.path.insert(0, BENCH)
 PYTHON = os.environ["BENCH_PYTHON"]
 REPS = int(os.environ["BENCH_REPS"])
 SIZES = [int(x) for x in os.environ["BENCH_SIZES"].split()]
@@ -68,6 +62,8 @@ if "esv" in TOOLS and not os.access(ESV, os.X_OK):
           "(set ESV_BIN_DIR)", file=sys.stderr)
     TOOLS = [t for t in TOOLS if t != "esv"]
 run_seq = 0
+
+from benchlib import children, fstype, loadavg, read_stamps  # noqa: E402
 
 
 def free_port():
@@ -91,20 +87,6 @@ def command(tool, n, rundir):
             "--master_port", str(free_port()), WORKER]
 
 
-def read_stamps(path):
-    """[(rank, attempt, ns, event, pid)] from the stamps file."""
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                p = line.split()
-                if len(p) == 5:
-                    out.append((p[0], int(p[1]), int(p[2]), p[3], int(p[4])))
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def status_kib(pid, key):
     """A kB field of /proc/<pid>/status, e.g. VmHWM (peak RSS)."""
     try:
@@ -115,14 +97,6 @@ def status_kib(pid, key):
     except OSError:
         pass
     return None
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 def helpers_hwm_kib(pid, workers):
@@ -391,24 +365,6 @@ def machine(began):
     u = os.uname()
     return (f"{began}, {u.nodename}, "
             f"{os.cpu_count()} cpus ({model}), Linux {u.release}")
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def fstype(path):
-    """Type of the file system holding path: the longest mount prefix."""
-    best, kind = "", "unknown"
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            p = line.split()
-            mnt = p[1].replace("\\040", " ")
-            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and \
-                    len(mnt) >= len(best):
-                best, kind = mnt, p[2]
-    return kind
 
 
 began = time.strftime('%Y-%m-%d %H:%M %Z')

@@ -15,6 +15,12 @@
  *			$LOCAL_WORLD_SIZE workers have stamped their start;
  *			the others behave as "sleep";
  *			later attempts exit 0 at once
+ *	failalways	as failonce, but in every attempt, so that the
+ *			supervisor restarts the group in a loop
+ *			(bench/healthd.sh); LOCAL_RANK 1 waits for the
+ *			start lines of its own attempt, and dies of a stop
+ *			signal that comes while it waits (stamping
+ *			"signal", as "sleep" does)
  *
  * As a launcher (stamp_worker --exec cmd args...) it stamps
  * "- 0 <ns> launch <pid>" and execs cmd, so that every program under test
@@ -30,8 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* failalways: an attempt's stamps are near the end, ~40 bytes a line. */
+#define TAIL	(64 * 1024)
 
 static int stampfd = -1;
 
@@ -86,16 +96,23 @@ stop_signals(sigset_t *set)
 }
 
 static void __attribute__((noreturn))
-wait_for_stop(const char *rank, long attempt, const sigset_t *set)
+stopped(const char *rank, long attempt, int sig)
 {
 	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	stamp(rank, attempt, &ts, "signal");
+	_exit(sig == -1 ? 111 : 128 + sig);
+}
+
+static void __attribute__((noreturn))
+wait_for_stop(const char *rank, long attempt, const sigset_t *set)
+{
 	int sig;
 
 	while ((sig = sigwaitinfo(set, NULL)) == -1 && errno == EINTR)
 		;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	stamp(rank, attempt, &ts, "signal");
-	_exit(sig == -1 ? 111 : 128 + sig);
+	stopped(rank, attempt, sig);
 }
 
 static void
@@ -130,6 +147,73 @@ started(const char *path)
 }
 
 /*
+ * Sleep, but die of a stop signal: the supervisor may stop the group
+ * while this worker still waits for the others, and they never come.
+ */
+static void
+nap_or_stop(const char *rank, long attempt, const sigset_t *set, long ms)
+{
+	struct timespec end, now, left;
+	long long ns;
+	int sig;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += ms % 1000 * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ns = (long long)(end.tv_sec - now.tv_sec) * 1000000000LL +
+		    (end.tv_nsec - now.tv_nsec);
+		if (ns <= 0)
+			return;
+		left.tv_sec = ns / 1000000000LL;
+		left.tv_nsec = ns % 1000000000LL;
+		if ((sig = sigtimedwait(set, NULL, &left)) > 0)
+			stopped(rank, attempt, sig);
+		if (sig == -1 && errno != EAGAIN && errno != EINTR)
+			stopped(rank, attempt, -1);
+	}
+}
+
+/*
+ * Start lines of this attempt in the file's tail: after thousands of
+ * attempts the file is too long to read whole every few ms.
+ */
+static long
+started_in(const char *path, long attempt)
+{
+	static char buf[TAIL + 1];
+	char event[16], *line, *next;
+	struct stat sb;
+	ssize_t len;
+	off_t off;
+	long n = 0, a;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	off = fstat(fd, &sb) == 0 && sb.st_size > TAIL ? sb.st_size - TAIL : 0;
+	len = pread(fd, buf, TAIL, off);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	/* A first line cut by the tail fails to parse or names another rank. */
+	for (line = buf; line != NULL; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (sscanf(line, "%*s %ld %*s %15s", &a, event) == 2 &&
+		    a == attempt && strcmp(event, "start") == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
  * A failure while the supervisor is still starting workers, or still
  * recording their start, would measure its start-up instead of its
  * reaction (and kill workers that have not yet blocked signals, so they
@@ -145,6 +229,22 @@ fail_later(const char *rank, long attempt)
 	while (path != NULL && started(path) < n)
 		nap_ms(10);
 	nap_ms(env_long("ESV_BENCH_FAIL_MS", 200));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	stamp(rank, attempt, &ts, "exit");
+	_exit(1);
+}
+
+/* fail_later for failalways: any attempt, and a stop signal ends the wait. */
+static void __attribute__((noreturn))
+fail_every(const char *rank, long attempt, const sigset_t *set)
+{
+	const char *path = getenv("ESV_BENCH_STAMPS");
+	long n = env_long("LOCAL_WORLD_SIZE", 0);
+	struct timespec ts;
+
+	while (path != NULL && started_in(path, attempt) < n)
+		nap_or_stop(rank, attempt, set, 5);
+	nap_or_stop(rank, attempt, set, env_long("ESV_BENCH_FAIL_MS", 200));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	stamp(rank, attempt, &ts, "exit");
 	_exit(1);
@@ -187,6 +287,11 @@ main(int argc, char *argv[])
 	if (strcmp(mode, "failonce") == 0 && attempt == 0) {
 		if (env_long("LOCAL_RANK", -1) == 1)
 			fail_later(rank, attempt);
+		wait_for_stop(rank, attempt, &set);
+	}
+	if (strcmp(mode, "failalways") == 0) {
+		if (env_long("LOCAL_RANK", -1) == 1)
+			fail_every(rank, attempt, &set);
 		wait_for_stop(rank, attempt, &set);
 	}
 	return 0;

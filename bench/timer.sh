@@ -71,19 +71,7 @@ TARGET_P99_MS, TARGET_RATIO = 2.0, 10.0
 notes = []
 
 
-from benchlib import loadavg, status_kib  # noqa: E402
-
-
-def cpu_ns(pid):
-    """On-CPU time of every thread of pid so far (schedstat), in ns."""
-    t = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                t += int(f.read().split()[0])
-        except OSError:
-            pass
-    return t
+from benchlib import cpu_ns, loadavg, status_kib  # noqa: E402
 
 
 def query(sock):
