@@ -82,10 +82,11 @@ guardian_main(int rfd, dev_t dev, ino_t ino)
 void
 guardian_start(struct supervisor *sv)
 {
-	int p[2];
+	int p[2], dropped[2];
 	pid_t pid;
+	char c;
 
-	if (pipe2(p, O_CLOEXEC) == -1)
+	if (pipe2(p, O_CLOEXEC) == -1 || pipe2(dropped, O_CLOEXEC) == -1)
 		die(111, "unable to create the guardian's pipe");
 	if ((pid = fork()) == -1)
 		die(111, "unable to fork the guardian");
@@ -96,6 +97,15 @@ guardian_start(struct supervisor *sv)
 		closefrom(4);
 		guardian_main(3, sv->lock_dev, sv->lock_ino);
 	}
+	/*
+	 * Until its closefrom, the child shares group.lock's open file, and
+	 * so its lock: a group ending meanwhile would find the guardian
+	 * holding it and kill it.  Wait for the write end to close there.
+	 */
+	close(dropped[1]);
+	while (read(dropped[0], &c, 1) == -1 && errno == EINTR)
+		;
+	close(dropped[0]);
 	close(p[0]);
 	if (sv->guardianfd > 0)
 		close(sv->guardianfd);
