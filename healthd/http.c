@@ -8,7 +8,10 @@
  * byte a second: each request must arrive whole within REQUEST_MS of the
  * connection's start or of its previous answer (Apache's mod_reqtimeout
  * idea), or the socket is shut down under libmicrohttpd, which then closes
- * it as a connection that failed.
+ * it as a connection that failed.  REQUEST_MS is longer than the idle
+ * timeout, so that a keep-alive connection merely waiting for its next
+ * scrape is closed quietly by libmicrohttpd, and only a trickler is
+ * caught, and logged, here.
  */
 #include <errno.h>
 #include <limits.h>
@@ -32,7 +35,7 @@
 #define CONN_MAX	1000
 #define CONN_MEMORY	(16 * 1024)
 #define IDLE_S		10
-#define REQUEST_MS	10000
+#define REQUEST_MS	15000
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;		/* while a request is awaited */

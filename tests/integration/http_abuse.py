@@ -15,6 +15,9 @@ answer: a 4xx status or the connection closed, never a hang.
 	idle N BOUND READY	N silent connections; READY is created once they
 			are all open; all must be closed by the server within
 			BOUND s of their opening
+	keepidle BOUND	a good request, then silence, as a scraper between
+			scrapes: closed within BOUND s; prints "port P" (its
+			own), which the server must not log as dropped
 """
 import os
 import select
@@ -25,7 +28,7 @@ import time
 HOST = "127.0.0.1"
 # A request that gets no verdict within this is a hang.
 ANSWER_S = 5.0
-# The server's own request deadline is 10 s: a drop much sooner than that
+# The server's own request deadline is 15 s (its idle timeout 10 s): a drop much sooner than that
 # is not the deadline at work, and the checks "meanwhile" would prove
 # nothing.
 EARLIEST_DROP_S = 5.0
@@ -234,6 +237,26 @@ def case_slownext(port, bound):
         "keep-alive: closed right after the first answer"
     trickle(s, b"GET /healthz HTTP/1.1\r\nHost: test\r\n" + SLOW_HEADERS,
             float(bound), "a second request a byte a second")
+
+
+def case_keepidle(port, bound):
+    s = connect(port)
+    print("port %d" % s.getsockname()[1], flush=True)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+    buf = b""
+    while not complete(buf):
+        b = s.recv(65536)
+        assert b, "keepidle: closed before the answer"
+        buf += b
+    t0 = time.monotonic()
+    s.settimeout(float(bound))
+    try:
+        assert s.recv(1) == b"", "keepidle: unexpected bytes"
+    except socket.timeout:
+        raise AssertionError("keepidle: still open after %s s" % bound)
+    took = time.monotonic() - t0
+    assert took >= EARLIEST_DROP_S, "keepidle: closed after %.1f s" % took
+    print("ok keepidle: closed quietly after %.1f s idle" % took)
 
 
 def case_unterminated(port, bound):

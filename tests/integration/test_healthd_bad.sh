@@ -100,9 +100,9 @@ abuse()
 }
 healthy "at first"
 
-# The slow cases take the server's 10 s deadline: all at once, and the
+# The slow cases take the server's 15 s deadline (10 s when idle): all at once, and the
 # quick cases meanwhile.
-slow_cases="slow slowbody slownext unterminated idle"
+slow_cases="slow slowbody slownext unterminated idle keepidle"
 for c in $slow_cases; do
 	args=(20)
 	[ "$c" = idle ] && args=(300 25 "$T/idle.ready")
@@ -132,7 +132,11 @@ for c in $slow_cases; do
 done
 healthy "after the slow clients were dropped"
 assert_grep "$JOB_ERR" \
-    '^esv-healthd: warning: HTTP: 127\.0\.0\.1:[0-9]+: no whole request within 10 s: dropped'
+    '^esv-healthd: warning: HTTP: 127\.0\.0\.1:[0-9]+: no whole request within 15 s: dropped'
+# A keep-alive connection idle between two requests is no bad client.
+kport=$(sed -n 's/^port //p' "$T/keepidle.out")
+[ -n "$kport" ] || fail "keepidle: no port: $(cat "$T/keepidle.out")"
+assert_no_grep "$JOB_ERR" "HTTP: 127\.0\.0\.1:$kport:" "idle keep-alive logged"
 esv_alive "$JOB_PID" || fail "the supervisor died: $(cat "$JOB_ERR")"
 
 note "the supervisor killed: 503 naming it, then esv-healthd exits"
