@@ -20,7 +20,6 @@
 #include <jansson.h>
 
 #include "msg.h"
-#include "progpath.h"
 #include "supervise.h"
 
 static void	hd_read(struct watch *w, uint32_t events);
@@ -28,30 +27,16 @@ static void	hd_read(struct watch *w, uint32_t events);
 static void
 hd_spawn(struct supervisor *sv)
 {
-	char path[PATH_MAX], timeout[32];
-	char *argv[] = { path, "--listen", sv->hd_listen, "--timeout", timeout,
+	char timeout[32];
+	char *argv[] = { NULL, "--listen", sv->hd_listen, "--timeout", timeout,
 	    "--supervisor-fd", "3", sv->cfg->jobdir, NULL };
-	int sp[2], e;
 
 	snprintf(timeout, sizeof(timeout), "%ums", sv->cfg->health_timeout_ms);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
-		warn_sys("unable to create the health server's socketpair");
+	if (helper_spawn(sv, "esv-healthd", "healthd", "ESV_HEALTHD", argv,
+	    true, &sv->hd_pid, &sv->hdw, hd_read) == -1)
 		return;
-	}
-	prog_path("esv-healthd", "healthd", "ESV_HEALTHD", path, sizeof(path));
-	e = prog_spawn(argv, sp[1], true, &sv->hd_pid);
-	close(sp[1]);
-	if (e != 0) {
-		warn_msg("unable to start %s: %s", path, strerror(e));
-		close(sp[0]);
-		sv->hd_pid = 0;
-		return;
-	}
 	sv->hd_started_ms = mono_ms();
-	sv->hdw = (struct watch){ .fd = sp[0], .fn = hd_read, .ctx = sv };
 	sv->hd_inlen = 0;
-	if (loop_add(&sv->loop, &sv->hdw, EPOLLIN) == -1)
-		die(111, "unable to watch the health server");
 }
 
 void
@@ -81,14 +66,6 @@ healthd_setup(struct supervisor *sv)
 }
 
 static void
-hd_lost(struct supervisor *sv)
-{
-	loop_del(&sv->loop, &sv->hdw);
-	close(sv->hdw.fd);
-	sv->hdw.fd = -1;
-}
-
-static void
 hd_line(struct supervisor *sv, char *line)
 {
 	if (strncmp(line, "listening ", 10) == 0) {
@@ -106,7 +83,7 @@ hd_read(struct watch *w, uint32_t events)
 	(void)events;
 	if (helper_read_lines(sv, w->fd, sv->hd_in, sizeof(sv->hd_in),
 	    &sv->hd_inlen, hd_line) == -1)
-		hd_lost(sv);
+		helper_lost(sv, &sv->hdw);
 }
 
 /* SIGCHLD said our health server died. */
@@ -119,7 +96,7 @@ healthd_died(struct supervisor *sv, int status)
 	sv->hd_pid = 0;
 	sv->hd_where[0] = '\0';
 	if (sv->hdw.fd != -1)
-		hd_lost(sv);
+		helper_lost(sv, &sv->hdw);
 	report_group(sv);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == ESV_EXIT_USAGE) {
 		warn_msg("esv-healthd refused its settings (see above): "
@@ -153,7 +130,7 @@ healthd_stop(struct supervisor *sv)
 {
 	if (sv->hdw.fd != -1) {
 		(void)send(sv->hdw.fd, "exit\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
-		hd_lost(sv);
+		helper_lost(sv, &sv->hdw);
 	}
 	if (sv->hd_pid > 0)
 		kill(sv->hd_pid, SIGTERM);

@@ -198,7 +198,17 @@ void	watchdog_timer(struct watch *w, uint32_t events);
 void	watchdog_stop(struct supervisor *sv);
 
 /*
- * helper.c: read what a helper daemon sent on fd into buf (len bytes kept
+ * helper.c: start prog (found by prog_path(prog, subdir, envvar)) with
+ * argv (argv[0] is set here) and a socketpair as its fd 3, whose other end
+ * w watches with fn.  0 with *pid set, or -1 (said) with *pid 0.
+ */
+int	helper_spawn(struct supervisor *sv, const char *prog,
+	    const char *subdir, const char *envvar, char *argv[],
+	    bool stdout_to_stderr, pid_t *pid, struct watch *w, watch_fn *fn);
+/* Stop watching w and close it. */
+void	helper_lost(struct supervisor *sv, struct watch *w);
+/*
+ * Read what a helper daemon sent on fd into buf (len bytes kept
  * of an unfinished line) and hand each whole line, without its newline,
  * to line.  -1 when it hung up (its exit comes with SIGCHLD), else 0.
  */

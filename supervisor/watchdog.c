@@ -24,7 +24,6 @@
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "msg.h"
-#include "progpath.h"
 #include "supervise.h"
 #include "wdchan.h"
 
@@ -48,30 +47,14 @@ make_fifo(const char *path)
 static void
 wd_spawn(struct supervisor *sv)
 {
-	char path[PATH_MAX];
-	char *argv[] = { path, "--fifo", sv->wd_fifo, "--socket", sv->wd_sock,
+	char *argv[] = { NULL, "--fifo", sv->wd_fifo, "--socket", sv->wd_sock,
 	    "--control-fd", "3", NULL };
-	int sp[2], e;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
-		warn_sys("unable to create the watchdog's socketpair");
+	if (helper_spawn(sv, "esv-watchdogd", "watchdog", "ESV_WATCHDOGD",
+	    argv, false, &sv->wd_pid, &sv->wdw, wd_read) == -1)
 		return;
-	}
-	prog_path("esv-watchdogd", "watchdog", "ESV_WATCHDOGD", path,
-	    sizeof(path));
-	e = prog_spawn(argv, sp[1], false, &sv->wd_pid);
-	close(sp[1]);
-	if (e != 0) {
-		warn_msg("unable to start %s: %s", path, strerror(e));
-		close(sp[0]);
-		sv->wd_pid = 0;
-		return;
-	}
 	sv->wd_started_ms = mono_ms();
-	sv->wdw = (struct watch){ .fd = sp[0], .fn = wd_read, .ctx = sv };
 	sv->wd_inlen = 0;
-	if (loop_add(&sv->loop, &sv->wdw, EPOLLIN) == -1)
-		die(111, "unable to watch the watchdog");
 	watchdog_pids(sv);
 }
 
@@ -139,14 +122,6 @@ on_expired(struct supervisor *sv, const struct wd_expired *x)
 }
 
 static void
-wd_lost(struct supervisor *sv)
-{
-	loop_del(&sv->loop, &sv->wdw);
-	close(sv->wdw.fd);
-	sv->wdw.fd = -1;
-}
-
-static void
 wd_line(struct supervisor *sv, char *line)
 {
 	struct wd_expired x;
@@ -175,7 +150,7 @@ wd_read(struct watch *w, uint32_t events)
 	(void)events;
 	if (helper_read_lines(sv, w->fd, sv->wd_in, sizeof(sv->wd_in),
 	    &sv->wd_inlen, wd_line) == -1)
-		wd_lost(sv);
+		helper_lost(sv, &sv->wdw);
 }
 
 /* SIGCHLD said our watchdog died: a new one, with the current workers. */
@@ -192,7 +167,7 @@ watchdog_died(struct supervisor *sv, int status)
 	    (int)sv->wd_pid));
 	sv->wd_pid = 0;
 	if (sv->wdw.fd != -1)
-		wd_lost(sv);
+		helper_lost(sv, &sv->wdw);
 	if (ran < WD_RESTART_MS) {
 		timer_arm_ms(sv->wd_timer.fd, WD_RESTART_MS - ran);
 		return;
@@ -233,7 +208,7 @@ watchdog_stop(struct supervisor *sv)
 		wd_read(&sv->wdw, EPOLLIN);
 	}
 	if (sv->wdw.fd != -1)
-		wd_lost(sv);
+		helper_lost(sv, &sv->wdw);
 	if (sv->wd_pid > 0)
 		kill(sv->wd_pid, SIGTERM);
 	unlink(sv->wd_fifo);
