@@ -41,6 +41,16 @@ view_init(struct view *v, struct loop *lp, const char *jobdir, double timeout)
 	v->warnrl.what = "warnings about the job's files";
 }
 
+/* What they were rendered from changed. */
+static void
+forget_bodies(struct view *v)
+{
+	free(v->status);
+	v->status = NULL;
+	free(v->metrics);
+	v->metrics = NULL;
+}
+
 static void
 refresh(struct view *v)
 {
@@ -50,10 +60,7 @@ refresh(struct view *v)
 		return;
 	v->loaded_ms = now;
 	json_decref(v->st);
-	free(v->status);
-	v->status = NULL;
-	free(v->metrics);
-	v->metrics = NULL;
+	forget_bodies(v);
 	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL &&
 	    ratelim_allow(&v->warnrl))
 		warn_sys("%s: unable to read the job's state", v->jobdir);
@@ -141,10 +148,7 @@ wdq_read(struct watch *w, uint32_t events)
 	*nl = '\0';
 	if (wdchan_parse_status(v->wdq_buf, &v->wd, err, sizeof(err)) == 0) {
 		v->have_wd = true;
-		free(v->status);
-		v->status = NULL;
-		free(v->metrics);
-		v->metrics = NULL;
+		forget_bodies(v);
 	} else
 		warn_msg("watchdog: unexpected answer: %s", err);
 	wdq_close(v);
@@ -224,22 +228,16 @@ view_health(struct view *v, char *reason, size_t len)
 const char *
 view_status(struct view *v, size_t *len)
 {
-	json_t *st;
-
 	refresh(v);
 	if (v->st == NULL)
 		return NULL;
 	if (v->status == NULL) {
 		/* The same object as `esv-ctl status --json`. */
-		st = json_deep_copy(v->st);
-		if (st == NULL || json_object_set_new(st, "watchdog",
+		if (json_object_set_new(v->st, "watchdog",
 		    jobstatus_watchdog(v->have_wd && supervisor_up(v) ?
 		    &v->wd : NULL)) == -1 ||
-		    (v->status = json_dumps(st, JSON_COMPACT)) == NULL) {
-			json_decref(st);
+		    (v->status = json_dumps(v->st, JSON_COMPACT)) == NULL)
 			return NULL;
-		}
-		json_decref(st);
 		v->status_len = strlen(v->status);
 	}
 	*len = v->status_len;
