@@ -15,6 +15,7 @@
 
 #include "atomicfile.h"
 #include "failure.h"
+#include "utf8.h"
 
 #define NOT_AVAILABLE	"<N/A>"
 #define NO_TRACEBACK	"To enable traceback see: " \
@@ -190,6 +191,24 @@ unreadable(struct worker_failure *f, const char *path, int e)
 	    strerror(e)) == -1 ? -1 : 0;
 }
 
+/*
+ * The message and the path come from the worker (a broken file, jansson's
+ * complaint that quotes it): both are printed and put into JSON.
+ */
+static int
+make_valid(char **s)
+{
+	char *fixed;
+
+	if (utf8_valid(*s, strlen(*s)))
+		return 0;
+	if ((fixed = utf8_fix(*s)) == NULL)
+		return -1;
+	free(*s);
+	*s = fixed;
+	return 0;
+}
+
 int
 failure_init(struct worker_failure *f, unsigned local_rank, unsigned rank,
     pid_t pid, int exitcode, const char *error_path, time_t now)
@@ -212,6 +231,10 @@ failure_init(struct worker_failure *f, unsigned local_rank, unsigned rank,
 		    from_file(f, now);
 	} else
 		rc = (f->message = made_up_message(f)) == NULL ? -1 : 0;
+	if (rc == 0)
+		rc = make_valid(&f->message);
+	if (rc == 0 && f->error_file != NULL)
+		rc = make_valid(&f->error_file);
 	if (rc == -1)
 		failure_free(f);
 	return rc;
@@ -421,55 +444,70 @@ failure_summary_text(FILE *fp, const char *name, const char *host,
 	free(order);
 }
 
+/* Sets key to v, taking it; a NULL v (out of memory) just leaves key out. */
+static void
+put(json_t *o, const char *key, json_t *v)
+{
+	if (v != NULL)
+		json_object_set_new(o, key, v);
+}
+
+/*
+ * Every string is made valid UTF-8 (json_text): one worker's broken bytes
+ * must not cost the record of every failure.
+ */
 static json_t *
 failure_json(const struct worker_failure *f)
 {
 	char tbuf[64], sbuf[32];
-	json_t *data = NULL;
+	json_t *o;
 
-	if (f->error_json != NULL)
-		data = json_loads(f->error_json, JSON_DECODE_ANY, NULL);
-	return json_pack("{s:I, s:I, s:I, s:i, s:s?, s:s?, s:s, s:I, s:s, s:o?}",
-	    "rank", (json_int_t)f->rank,
-	    "local_rank", (json_int_t)f->local_rank,
-	    "pid", (json_int_t)f->pid,
-	    "exitcode", f->exitcode,
-	    "signal", f->exitcode < 0 ?
-	    signal_name(-f->exitcode, sbuf, sizeof(sbuf)) : NULL,
-	    "error_file", f->error_file,
-	    "message", f->message,
-	    "timestamp", (json_int_t)f->timestamp,
-	    "time", format_time(f->timestamp, tbuf, sizeof(tbuf)),
-	    "error_file_data", data);
+	if ((o = json_object()) == NULL)
+		return NULL;
+	put(o, "rank", json_integer(f->rank));
+	put(o, "local_rank", json_integer(f->local_rank));
+	put(o, "pid", json_integer(f->pid));
+	put(o, "exitcode", json_integer(f->exitcode));
+	put(o, "signal", f->exitcode < 0 ?
+	    json_string(signal_name(-f->exitcode, sbuf, sizeof(sbuf))) :
+	    json_null());
+	put(o, "error_file", f->error_file != NULL ?
+	    json_text(f->error_file) : json_null());
+	put(o, "message", json_text(f->message != NULL ? f->message : ""));
+	put(o, "timestamp", json_integer(f->timestamp));
+	put(o, "time", json_text(format_time(f->timestamp, tbuf,
+	    sizeof(tbuf))));
+	/* jansson checks what it parses: a file it takes is valid UTF-8. */
+	put(o, "error_file_data", f->error_json != NULL ?
+	    json_loads(f->error_json, JSON_DECODE_ANY, NULL) : NULL);
+	if (json_object_get(o, "error_file_data") == NULL)
+		put(o, "error_file_data", json_null());
+	return o;
 }
 
 char *
 failure_summary_json(const char *name, const char *host,
     const struct worker_failure *fs, size_t n)
 {
-	json_t *doc = NULL, *list, *one;
+	json_t *doc, *list;
 	size_t *order, i;
-	char *out = NULL;
+	char *out;
 
-	if ((order = rank_order(fs, n)) == NULL)
+	if ((doc = json_object()) == NULL)
 		return NULL;
-	if ((list = json_array()) == NULL)
-		goto out;
-	for (i = 0; i < n; i++)
-		if ((one = failure_json(&fs[order[i]])) == NULL ||
-		    json_array_append_new(list, one) == -1) {
-			json_decref(list);
-			goto out;
-		}
-	doc = json_pack("{s:s, s:s, s:o, s:o}", "name", name, "host", host,
-	    "root_cause", n > 0 ?
-	    failure_json(&fs[failure_root_cause(fs, n)]) : json_null(),
-	    "failures", list);
-	if (doc != NULL)
-		out = json_dumps(doc, 0);
-out:
+	put(doc, "name", json_text(name));
+	put(doc, "host", json_text(host));
+	put(doc, "root_cause", n > 0 ?
+	    failure_json(&fs[failure_root_cause(fs, n)]) : json_null());
+	if ((list = json_array()) != NULL &&
+	    (order = rank_order(fs, n)) != NULL) {
+		for (i = 0; i < n; i++)
+			json_array_append_new(list, failure_json(&fs[order[i]]));
+		free(order);
+	}
+	put(doc, "failures", list);
+	out = json_dumps(doc, 0);
 	json_decref(doc);
-	free(order);
 	return out;
 }
 
@@ -514,6 +552,16 @@ failure_copy_root_cause(const char *dest, const struct worker_failure *root)
 	return rc;
 }
 
+/* A resolver's answer is bytes too: it is printed and put into JSON. */
+static void
+set_name(char *buf, size_t len, const char *name)
+{
+	char *fixed = utf8_fix(name);
+
+	utf8_strlcpy(buf, fixed != NULL ? fixed : "localhost", len);
+	free(fixed);
+}
+
 void
 host_fqdn(char *buf, size_t len)
 {
@@ -527,7 +575,7 @@ host_fqdn(char *buf, size_t len)
 	if (gethostname(name, sizeof(name)) == -1)
 		strlcpy(name, "localhost", sizeof(name));
 	name[sizeof(name) - 1] = '\0';
-	strlcpy(buf, name, len);
+	set_name(buf, len, name);
 	/*
 	 * Python's getfqdn: the reverse lookup of the host's address, then
 	 * the first of its names that has a dot, else its primary name.
@@ -548,13 +596,13 @@ host_fqdn(char *buf, size_t len)
 	if (he == NULL || he->h_name == NULL)
 		return;
 	if (strchr(he->h_name, '.') != NULL) {
-		strlcpy(buf, he->h_name, len);
+		set_name(buf, len, he->h_name);
 		return;
 	}
 	for (alias = he->h_aliases; alias != NULL && *alias != NULL; alias++)
 		if (strchr(*alias, '.') != NULL) {
-			strlcpy(buf, *alias, len);
+			set_name(buf, len, *alias);
 			return;
 		}
-	strlcpy(buf, he->h_name, len);
+	set_name(buf, len, he->h_name);
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,10 @@
 
 #include <jansson.h>
 
+#include "atomicfile.h"
 #include "ctldir.h"
 #include "jobstatus.h"
+#include "utf8.h"
 #include "wdchan.h"
 #include "kvfile.h"
 
@@ -59,25 +62,6 @@ jobstatus_probe(const char *jobdir)
 	return 1;
 }
 
-/* JSON strings must be UTF-8; a path in another encoding stays readable. */
-static json_t *
-json_text(const char *s)
-{
-	json_t *j;
-	char *copy, *p;
-
-	if ((j = json_string(s)) != NULL)
-		return j;
-	if ((copy = strdup(s)) == NULL)
-		return NULL;
-	for (p = copy; *p != '\0'; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	j = json_string(copy);
-	free(copy);
-	return j;
-}
-
 static int
 is_decimal(const char *s)
 {
@@ -96,6 +80,7 @@ json_scalar(const char *v)
 {
 	const char *errstr;
 	long long n;
+	double d;
 
 	if (*v == '\0')
 		return json_null();
@@ -104,8 +89,9 @@ json_scalar(const char *v)
 		if (errstr == NULL)
 			return json_integer(n);
 	}
-	if (is_decimal(v))
-		return json_real(strtod(v, NULL));
+	/* 400 digits make inf, which JSON cannot hold: keep the text. */
+	if (is_decimal(v) && isfinite(d = strtod(v, NULL)))
+		return json_real(d);
 	return json_text(v);
 }
 
@@ -164,18 +150,86 @@ kv_to_json(const struct kvlist *kl)
 	return o;
 }
 
-/* *out is NULL when the file does not exist.  0 or -1/errno. */
+/*
+ * What is wrong with a state file's text, into why; 0 if nothing.  The
+ * supervisor writes whole files of key=value lines; anything else was
+ * truncated by a full disk, edited, or is not a state file at all.
+ */
 static int
-load_kv(const char *jobdir, const char *rel, json_t **out)
+kv_text_problem(const char *text, size_t len, char *why, size_t whylen)
+{
+	const char *line, *end, *eq;
+	size_t lineno = 1;
+
+	if (len == 0)
+		return snprintf(why, whylen, "empty"), 1;
+	if ((end = memchr(text, '\0', len)) != NULL)
+		return snprintf(why, whylen, "binary: a NUL byte at offset %zu",
+		    (size_t)(end - text)), 1;
+	for (line = text; line < text + len; line = end + 1, lineno++) {
+		if ((end = memchr(line, '\n', text + len - line)) == NULL)
+			return snprintf(why, whylen, "line %zu: truncated: no "
+			    "newline at the end", lineno), 1;
+		eq = memchr(line, '=', end - line);
+		if (eq == NULL || eq == line || line[strspn(line,
+		    "abcdefghijklmnopqrstuvwxyz0123456789_")] != '=')
+			return snprintf(why, whylen, "line %zu: not key=value",
+			    lineno), 1;
+		if (!utf8_valid(line, end - line))
+			return snprintf(why, whylen, "line %zu: not UTF-8",
+			    lineno), 1;
+	}
+	return 0;
+}
+
+/* Say that rel is bad (errors is an array); -1 only when out of memory. */
+static int
+bad_file(json_t *errors, const char *rel, const char *why)
+{
+	char *s;
+	int rc;
+
+	if (asprintf(&s, "%s: %s", rel, why) == -1)
+		return -1;
+	rc = json_array_append_new(errors, json_text(s));
+	free(s);
+	return rc;
+}
+
+/*
+ * *out is NULL when the file does not exist or cannot be read at all.
+ * What is wrong with it goes to errors; what can be read of it is kept.
+ * -1/ENOMEM only.
+ */
+static int
+load_kv(const char *jobdir, const char *rel, json_t *errors, json_t **out)
 {
 	struct kvlist kl;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[128];
+	size_t len;
+	char *text;
 
 	*out = NULL;
 	if (job_path(path, sizeof(path), jobdir, rel) == -1)
+		return bad_file(errors, rel, strerror(errno));
+	if ((text = read_text(path, KV_FILE_MAX, &len)) == NULL) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		if (errno == ENOMEM)
+			return -1;
+		return bad_file(errors, rel, errno == EINVAL ?
+		    "not a regular file" : errno == EFBIG ?
+		    "too big for a state file" : strerror(errno));
+	}
+	if (kv_text_problem(text, len, why, sizeof(why)) &&
+	    bad_file(errors, rel, why) == -1) {
+		free(text);
 		return -1;
-	if (kv_read(path, &kl) == -1)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	}
+	if (kv_parse(text, &kl) == -1) {
+		free(text);
+		return -1;
+	}
 	*out = kv_to_json(&kl);
 	kv_list_free(&kl);
 	return *out == NULL ? -1 : 0;
@@ -230,7 +284,7 @@ worker_ranks(const char *jobdir, int **ranks, size_t *n)
 }
 
 static json_t *
-load_workers(const char *jobdir)
+load_workers(const char *jobdir, json_t *errors)
 {
 	char rel[PATH_MAX];
 	json_t *a, *w;
@@ -244,7 +298,7 @@ load_workers(const char *jobdir)
 	for (i = 0; i < n; i++) {
 		snprintf(rel, sizeof(rel), "%s/%d/state", ESV_WORKERS_DIR,
 		    ranks[i]);
-		if (load_kv(jobdir, rel, &w) == -1)
+		if (load_kv(jobdir, rel, errors, &w) == -1)
 			goto fail;
 		if (w == NULL)
 			continue;
@@ -289,28 +343,28 @@ jobstatus_watchdog_socket(const json_t *st)
 json_t *
 jobstatus_load_files(const char *jobdir)
 {
-	json_t *st, *job, *workers;
+	json_t *st, *job = NULL, *workers = NULL, *errors;
 	int up;
 
 	if ((up = jobstatus_probe(jobdir)) == -1)
 		return NULL;
-	if (load_kv(jobdir, ESV_STATE, &job) == -1)
-		return NULL;
-	if ((workers = load_workers(jobdir)) == NULL) {
+	if ((errors = json_array()) == NULL ||
+	    load_kv(jobdir, ESV_STATE, errors, &job) == -1 ||
+	    (workers = load_workers(jobdir, errors)) == NULL ||
+	    (st = json_object()) == NULL) {
+		json_decref(errors);
 		json_decref(job);
+		json_decref(workers);
+		errno = ENOMEM;
 		return NULL;
 	}
-	if ((st = json_object()) == NULL ||
-	    json_object_set_new(st, "jobdir", json_text(jobdir)) == -1 ||
+	if (json_object_set_new(st, "jobdir", json_text(jobdir)) == -1 ||
 	    json_object_set_new(st, "supervisor",
 	    json_string(up ? "running" : "not running")) == -1 ||
 	    json_object_set_new(st, "job", job ? job : json_null()) == -1 ||
-	    json_object_set_new(st, "workers", workers) == -1) {
-		/* set_new consumed what it was given; drop what is left. */
-		if (st == NULL) {
-			json_decref(job);
-			json_decref(workers);
-		}
+	    json_object_set_new(st, "workers", workers) == -1 ||
+	    json_object_set_new(st, "errors", errors) == -1) {
+		/* set_new consumed what it was given, even on failure. */
 		json_decref(st);
 		errno = ENOMEM;
 		return NULL;
@@ -367,17 +421,29 @@ print_field(FILE *fp, const json_t *o, const char *key, const char *label)
 		fprintf(fp, "%s%s", label, v);
 }
 
-/* Whole seconds from then to now; clocks of two hosts may disagree. */
+/*
+ * Whole seconds of a difference of two times, 0 if negative (clocks of two
+ * hosts may disagree); an edited file may hold any finite number, so the
+ * conversion clamps instead of overflowing.
+ */
+static long long
+whole_seconds(double d)
+{
+	if (!(d > 0))
+		return 0;
+	if (d >= 9.2e18)
+		return LLONG_MAX;
+	return (long long)d;
+}
+
 static int
 seconds_since(const json_t *o, const char *key, double now, long long *secs)
 {
 	json_t *v = json_object_get(o, key);
-	double d;
 
 	if (!json_is_number(v))
 		return 0;
-	d = now - json_number_value(v);
-	*secs = d > 0 ? (long long)d : 0;
+	*secs = whole_seconds(now - json_number_value(v));
 	return 1;
 }
 
@@ -427,12 +493,22 @@ print_job_details(FILE *fp, const json_t *job, double now)
 		    (long long)json_integer_value(v));
 	if ((v = json_object_get(job, "next_start")) != NULL &&
 	    json_is_number(v)) {
-		secs = json_number_value(v) > now ?
-		    (long long)(json_number_value(v) - now + 0.999) : 0;
+		secs = whole_seconds(json_number_value(v) - now + 0.999);
 		fprintf(fp, ", restart in %llds", secs);
 	}
 	print_field(fp, job, "exit_code", ", exit ");
 	print_field(fp, job, "want", ", want ");
+}
+
+static void
+print_errors(FILE *fp, const json_t *st)
+{
+	const json_t *errors = json_object_get(st, "errors");
+	size_t i;
+
+	for (i = 0; i < json_array_size(errors); i++)
+		fprintf(fp, "  bad file: %s\n",
+		    json_string_value(json_array_get(errors, i)));
 }
 
 void
@@ -452,6 +528,7 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 	if (!json_is_object(job)) {
 		fputs(up ? "supervisor running, no state yet\n" :
 		    "not running\n", fp);
+		print_errors(fp, st);
 		return;
 	}
 	if (!up)
@@ -466,11 +543,11 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 	v = json_object_get(json_object_get(st, "watchdog"), "last_progress");
 	if (json_is_number(v))
 		fprintf(fp, ", last timer request %llds ago",
-		    now > json_number_value(v) ?
-		    (long long)(now - json_number_value(v)) : 0);
+		    whole_seconds(now - json_number_value(v)));
 	if (up && (where = field(job, "health_listen", b2, sizeof(b2))) != NULL)
 		fprintf(fp, ", health http://%s/healthz", where);
 	fputc('\n', fp);
+	print_errors(fp, st);
 }
 
 static void

@@ -6,12 +6,17 @@
  *   {"jobdir": "...", "supervisor": "running" | "not running",
  *    "job": {every key of supervise/state} | null,
  *    "workers": [{every key of workers/N/state}, ...],
- *    "watchdog": {esv-watchdogd's status (wdchan.h)} | null}
+ *    "watchdog": {esv-watchdogd's status (wdchan.h)} | null,
+ *    "errors": ["supervise/state: line 3: not key=value", ...]}
  *
  * Values that are integers become JSON integers and decimal fractions
  * (wall-clock times) JSON reals; empty values become null; pids and pgids
  * become arrays of integers; names and paths (esv's string keys) stay
  * strings whatever they look like.  Workers come in local-rank order.
+ * A number that is not finite (400 digits) stays a string.  A file that
+ * is not what the supervisor writes (empty, truncated, binary, not
+ * key=value, not UTF-8, unreadable) is named in "errors", and what can be
+ * read of it is still there.
  */
 #ifndef ESV_JOBSTATUS_H
 #define ESV_JOBSTATUS_H

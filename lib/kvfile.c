@@ -140,8 +140,6 @@ kv_parse(char *text, struct kvlist *kl)
 	return 0;
 }
 
-/* State files are small; this bounds a reader fed something else. */
-#define KV_FILE_MAX	(16 * 1024 * 1024)
 
 int
 kv_read(const char *path, struct kvlist *kl)

@@ -33,6 +33,9 @@ struct kvlist {
 	size_t		 n;
 };
 
+/* State files are small; this bounds a reader fed something else. */
+#define KV_FILE_MAX	(16 * 1024 * 1024)
+
 /* Read and parse path. 0, or -1/errno (ENOENT when absent). */
 int		 kv_read(const char *path, struct kvlist *kl);
 int		 kv_parse(char *text, struct kvlist *kl);	/* takes text */

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "utf8.h"
 #include "wdchan.h"
 
 /* Enough digits for an epoch time to the microsecond. */
@@ -59,8 +60,9 @@ wdchan_pids(const pid_t *pids, size_t n)
 char *
 wdchan_expired(const struct wd_expired *e)
 {
-	return dump_line(json_pack("{s:{s:i,s:s,s:i,s:f,s:f,s:b}}", "expired",
-	    "pid", (int)e->pid, "scope", e->scope, "signal", e->signal,
+	return dump_line(json_pack("{s:{s:i,s:o,s:i,s:f,s:f,s:b}}", "expired",
+	    "pid", (int)e->pid, "scope", json_text(e->scope),
+	    "signal", e->signal,
 	    "deadline", e->deadline, "lateness_ms", e->lateness_ms,
 	    "sent", (int)e->sent));
 }
@@ -126,7 +128,7 @@ parse_expired(json_t *o, struct wd_expired *e, char *err, size_t errlen)
 	if (pid <= 0 || pid > INT_MAX)
 		return fail(err, errlen, "expired", "pid: not a pid");
 	e->pid = (pid_t)pid;
-	strlcpy(e->scope, scope, sizeof(e->scope));
+	utf8_strlcpy(e->scope, scope, sizeof(e->scope));
 	e->sent = sent != 0;
 	return 0;
 }

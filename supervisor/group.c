@@ -24,6 +24,7 @@
 #include "sig.h"
 #include "subst.h"
 #include "supervise.h"
+#include "utf8.h"
 #include "workerenv.h"
 
 /* After SIGKILL, how long a worker stuck in D state may hold us up. */
@@ -309,9 +310,9 @@ group_round_ready(struct supervisor *sv, const struct rdzv_round *r)
 		return;
 	sv->round = *r;
 	sv->have_round = true;
-	events_log(sv, "rdzv.round", json_pack("{si si si ss si}", "round",
+	events_log(sv, "rdzv.round", json_pack("{si si si so si}", "round",
 	    r->round, "group_rank", r->ranks.group_rank, "group_world_size",
-	    r->ranks.group_world_size, "master_addr", r->master_addr,
+	    r->ranks.group_world_size, "master_addr", json_text(r->master_addr),
 	    "master_port", r->master_port));
 	group_launch(sv);
 }
@@ -320,7 +321,8 @@ void
 group_rdzv_failed(struct supervisor *sv, const char *why)
 {
 	warn_msg("rendezvous failed: %s", why);
-	events_log(sv, "rdzv.failed", json_pack("{ss}", "reason", why));
+	events_log(sv, "rdzv.failed", json_pack("{so}", "reason",
+	    json_text(why)));
 	if (sv->state == G_RUNNING) {
 		sv->want_exit = true;
 		group_stop(sv, SIGTERM, STOP_EXIT);

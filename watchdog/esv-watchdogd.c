@@ -36,6 +36,7 @@
 #include "request.h"
 #include "sig.h"
 #include "timers.h"
+#include "utf8.h"
 #include "wdchan.h"
 
 #define FIFO_READ	65536	/* per wake-up, then expiries run again */
@@ -331,7 +332,7 @@ op_expired(void *ctx, const struct wtimer *t, bool acted, bool sent)
 	(void)ctx;
 	memset(&e, 0, sizeof(e));
 	e.pid = t->pid;
-	strlcpy(e.scope, t->scope, sizeof(e.scope));
+	utf8_strlcpy(e.scope, t->scope, sizeof(e.scope));
 	e.signal = t->signal;
 	e.deadline = t->deadline;
 	/* To the microsecond: more digits would be noise. */

@@ -109,6 +109,22 @@ run 1 "$CTL" status --json "$T/missing"
 python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["job"] is None and o["workers"] == []' \
     "$T/out" || fail "status --json of a missing dir: $(cat "$T/out")"
 
+# A state file with numbers beyond any range, then truncated: status still
+# prints what it can and names the bad file (exit 1: not running).
+B=$T/bignum
+mkdir -p "$B/supervise"
+big=$(printf '9%.0s' $(seq 400))
+printf 'state=running\nsince=%s.5\nnext_start=-1%s.0\nattempt=2\n' \
+    "$big" "$(printf "0%.0s" $(seq 300))" >"$B/supervise/state"
+run 1 "$CTL" status "$B"
+expect_in out "^$B: not running, last state: running, attempt 2, restart in 0s$"
+run 1 "$CTL" status --json "$B"
+python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert isinstance(o["job"]["since"], str) and o["errors"] == [], o' \
+    "$T/out" || fail "status --json of huge numbers: $(cat "$T/out")"
+printf 'state=running\nattem' >"$B/supervise/state"
+run 1 "$CTL" status "$B"
+expect_in out "^  bad file: supervise/state: line 2: truncated: no newline at the end$"
+
 # wait: a finished job needs no supervisor; other targets fail with 1.
 run 0 "$CTL" wait finished "$J"
 run 1 "$CTL" wait up -t 5 "$J"

@@ -260,4 +260,26 @@ check(kv(job + "/workers/0/state").get("state") == "succeeded", "workers/0/state
 check(kv(job + "/workers/1/state").get("state") == "failed", "workers/1/state", kv(job + "/workers/1/state"))
 EOF
 
+# A worker's error file that jansson cannot parse, whose parser complaint
+# ends inside a two-byte character: the record is still written, and
+# valid UTF-8, and so is the summary on stderr.
+newcase badutf8
+cat >"$T/badutf8.py" <<'EOF'
+import os, sys
+open(os.environ["TORCHELASTIC_ERROR_FILE"], "wb").write(b'{"message": "x\\' + "\u00e9".encode() + b'"}')
+sys.exit(1)
+EOF
+run_sup -t 30 "$J" --no-python --nproc-per-node 1 -- "$PY" "$T/badutf8.py"
+assert_eq "$SUP_RC" 1 "exit status of a worker with a broken error file"
+checkpy "$SUP_ERR" "$J" <<'EOF'
+import sys
+from summ import load, check
+err, job = sys.argv[1:]
+open(err, "rb").read().decode("utf-8")
+f = load(job + "/supervise/failure.json")
+m = f["root_cause"]["message"]
+check(m.startswith("error file ") and "invalid" in m, "failure.json message", m)
+check(len(f["failures"]) == 1, "failure.json failures", f["failures"])
+EOF
+
 echo "${0##*/}: ok"

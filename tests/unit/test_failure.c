@@ -27,6 +27,7 @@
 
 #include "atomicfile.h"
 #include "failure.h"
+#include "utf8.h"
 
 /* Where the goldens are: meson passes it; by hand, run from the top. */
 #ifndef ESV_SOURCE_DIR
@@ -292,6 +293,54 @@ test_malformed(void **state)
 	failure_free(&f);
 }
 
+/*
+ * A bad escape, then a two-byte character: jansson's complaint quotes the
+ * file and ends inside the character.  The record must still be written,
+ * valid UTF-8, and so must the text summary be.
+ */
+static void
+test_broken_utf8(void **state)
+{
+	static const char bad[] = "{\"message\": \"x\\\xc3\xa9\"}";
+	static const char raw[] = "{\"message\": \"\xff\xfe\"}";
+	struct worker_failure fs[3];
+	json_error_t err;
+	json_t *doc;
+	char *text;
+
+	(void)state;
+	put_file("err/utf8.json", bad);
+	put_file("err/raw.json", raw);
+	put_file("err/\xe9t\xe9.json", "{\"message\": \"ok\"}");
+	assert_int_equal(failure_init(&fs[0], 0, 0, 9, 1, "err/utf8.json", 5),
+	    0);
+	assert_int_equal(failure_init(&fs[1], 1, 1, 10, 1, "err/raw.json", 6),
+	    0);
+	assert_int_equal(failure_init(&fs[2], 2, 2, 11, 1,
+	    "err/\xe9t\xe9.json", 7), 0);
+	assert_non_null(strstr(fs[0].message, "error file err/utf8.json: "));
+	assert_true(utf8_valid(fs[0].message, strlen(fs[0].message)));
+	assert_true(utf8_valid(fs[1].message, strlen(fs[1].message)));
+	assert_string_equal(fs[2].error_file, "err/\xef\xbf\xbdt\xef\xbf\xbd.json");
+
+	text = failure_summary_json("x.py", "h\xff", fs, 3);
+	assert_non_null(text);
+	doc = json_loads(text, 0, &err);
+	if (doc == NULL)
+		fail_msg("%s: %s", text, err.text);
+	free(text);
+	assert_int_equal(json_array_size(json_object_get(doc, "failures")), 3);
+	assert_string_equal(json_string_value(json_object_get(doc, "host")),
+	    "h\xef\xbf\xbd");
+	json_decref(doc);
+	text = summary("x.py", "h", fs, 3);
+	assert_true(utf8_valid(text, strlen(text)));
+	free(text);
+	failure_free(&fs[0]);
+	failure_free(&fs[1]);
+	failure_free(&fs[2]);
+}
+
 static void
 test_string_form(void **state)
 {
@@ -478,6 +527,7 @@ main(void)
 		cmocka_unit_test(test_root_cause_ties),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_broken_utf8),
 		cmocka_unit_test(test_string_form),
 		cmocka_unit_test(test_dict_without_callstack),
 		cmocka_unit_test(test_summary_json),

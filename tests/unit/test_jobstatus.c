@@ -151,7 +151,8 @@ test_human(void **state)
 	snprintf(want, sizeof(want), "%s: not running, last state: running "
 	    "12s, attempt 2, restarts 1/3, node 0/2, world 4, "
 	    "master 127.0.0.1:29500, rendezvous 10.0.0.1:29400 (disconnected) "
-	    "round 3, nodes waiting 1, want up\n", jobdir);
+	    "round 3, nodes waiting 1, want up\n"
+	    "  bad file: supervise/state: line 24: not key=value\n", jobdir);
 	assert_string_equal(text, want);
 	free(text);
 	json_decref(st);
@@ -165,6 +166,7 @@ test_human(void **state)
 	    "restarts 1/3, node 0/2, world 4, master 127.0.0.1:29500, "
 	    "rendezvous 10.0.0.1:29400 (disconnected) round 3, nodes waiting 1, "
 	    "want up\n"
+	    "  bad file: supervise/state: line 24: not key=value\n"
 	    "  worker 2: running, rank 2, pid 12, 7s\n"
 	    "  worker 10: failed, rank 10, exit 3\n", jobdir);
 	assert_string_equal(text, want);
@@ -193,6 +195,119 @@ test_missing(void **state)
 	json_decref(st);
 }
 
+/* Load, dump and print: none may fail, whatever the files hold. */
+static char *
+load_and_print(json_t **stp)
+{
+	json_t *st;
+	char *dump;
+
+	assert_non_null(st = jobstatus_load(jobdir));
+	assert_non_null(dump = json_dumps(st, 0));
+	free(dump);
+	*stp = st;
+	return print(st, 1);
+}
+
+/*
+ * State files a full disk truncated, an operator edited or something
+ * else overwrote: status still says what it can, and which file is bad.
+ */
+static void
+test_corrupt(void **state)
+{
+	static const struct {
+		const char	*text;
+		const char	*said;		/* NULL: nothing is wrong */
+		const char	*shown;		/* in the status line */
+	} cases[] = {
+		{ "", "supervise/state: empty", "last state: unknown\n" },
+		{ "state=running\nsin", "supervise/state: line 2: truncated: "
+		    "no newline at the end", "last state: running\n" },
+		{ "state=running\n\0\1\2garbage\n", "supervise/state: binary: "
+		    "a NUL byte at offset 14", "last state: running\n" },
+		{ "state=run\xffning\n", "supervise/state: line 1: not UTF-8",
+		    "last state: run\xef\xbf\xbdning\n" },
+		{ "\x7f" "ELF\2\1\1\n", "supervise/state: line 1: not key=value",
+		    "last state: unknown" },
+		/* Not finite: kept as text, and no "since" figure. */
+		{ "state=running\nsince=" "1" "000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "00000000000000000.5\n", NULL, "last state: running\n" },
+		/* Finite but far beyond long long: clamped, not undefined. */
+		{ "state=running\nsince=-1" "0000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    ".0\nnext_start=1" "00000000000000000000000000000000000000000.0\n",
+		    NULL, "last state: running 9223372036854775807s, "
+		    "restart in 9223372036854775807s" },
+		{ "state=running\nsince=1e999\nattempt=99999999999999999999999\n",
+		    NULL, "last state: running, attempt 99999999999999999999999" },
+	};
+	char path[PATH_MAX], *text;
+	const char *said;
+	json_t *st, *errors;
+	size_t i, len;
+	int fd;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), "%s/supervise/state", jobdir);
+		put("supervise/x", "");
+		assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC,
+		    0644)) != -1);
+		/* The texts may hold NULs: their length is their array's. */
+		len = strlen(cases[i].text);
+		if (strncmp(cases[i].said ? cases[i].said : "",
+		    "supervise/state: binary", 23) == 0)
+			len += 1 + strlen(cases[i].text + len + 1) ;
+		assert_true(write(fd, cases[i].text, len) == (ssize_t)len);
+		close(fd);
+		text = load_and_print(&st);
+		if (strstr(text, cases[i].shown) == NULL)
+			fail_msg("case %zu: %s: wanted %s", i, text,
+			    cases[i].shown);
+		errors = json_object_get(st, "errors");
+		said = json_string_value(json_array_get(errors, 0));
+		if (cases[i].said == NULL && said != NULL)
+			fail_msg("case %zu: said %s", i, said);
+		if (cases[i].said != NULL && (said == NULL ||
+		    strcmp(said, cases[i].said) != 0))
+			fail_msg("case %zu: said %s, wanted %s", i,
+			    said ? said : "nothing", cases[i].said);
+		if (said != NULL && strstr(text, said) == NULL)
+			fail_msg("case %zu: %s does not say %s", i, text, said);
+		free(text);
+		json_decref(st);
+	}
+
+	/* Not a file, and too big: named; the workers are still shown. */
+	put("workers/0/state", "state=running\nrank=0\n");
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0755), 0);
+	text = load_and_print(&st);
+	assert_non_null(strstr(text, "bad file: supervise/state: not a regular "
+	    "file\n"));
+	assert_non_null(strstr(text, "  worker 0: running, rank 0\n"));
+	free(text);
+	json_decref(st);
+	assert_int_equal(rmdir(path), 0);
+	assert_true((fd = open(path, O_WRONLY | O_CREAT, 0644)) != -1);
+	assert_int_equal(ftruncate(fd, 17 * 1024 * 1024), 0);
+	close(fd);
+	text = load_and_print(&st);
+	assert_non_null(strstr(text, "bad file: supervise/state: too big for a "
+	    "state file\n"));
+	free(text);
+	json_decref(st);
+}
+
 int
 main(void)
 {
@@ -200,6 +315,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_human, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
