@@ -21,7 +21,6 @@
 #include "supervise.h"
 
 /* Letters of runit's and s6's control FIFO that esv obeys. */
-#define KNOWN_LETTERS	"uodxtrkpchaiq12"
 
 static int
 make_fifo(struct supervisor *sv, const char *name)
@@ -60,80 +59,53 @@ control_setup(struct supervisor *sv)
 static void
 command(struct supervisor *sv, unsigned char c, size_t pos)
 {
-	bool running = sv->state == G_RUNNING;
+	struct ctl_decision d;
 
 	if (isspace(c))
 		return;		/* what `echo u > control` adds */
-	if (c != 0 && strchr(KNOWN_LETTERS, c) != NULL)
-		events_log(sv, "control", json_pack("{ss#}", "command",
-		    (const char *)&c, (size_t)1));
-
-	switch (c) {
-	case 'u':
-	case 'o':
-		sv->want = (char)c;
-		if (sv->state == G_DOWN)
-			group_start(sv);
-		else
-			report_group(sv);
-		break;
-	case 'd':
-		sv->want = 'd';
-		if (running)
-			group_stop(sv, SIGTERM, STOP_DOWN);
-		else if (sv->state == G_BACKOFF || sv->state == G_JOINING) {
-			timer_arm_ms(sv->timerw.fd, -1);
-			rdzv_leave(&sv->rz);
-			sv->state = G_DOWN;
-			report_group(sv);
-			report_event(sv, ESV_EVENT_DOWN);
-		} else
-			report_group(sv);
-		break;
-	case 'x':
-		sv->want_exit = true;
-		if (running)
-			group_stop(sv, SIGTERM, STOP_EXIT);
-		else if (sv->state != G_STOPPING) {
-			if (sv->state == G_BACKOFF || sv->state == G_JOINING)
-				sv->state = G_DOWN;
-			supervisor_exit(sv, sv->exit_code);
-		}
-		break;
-	case 't':
-	case 'r':
-		if (running)
-			group_stop(sv, SIGTERM, STOP_MANUAL);
-		break;
-	case 'k':
-		if (running)
-			group_stop(sv, SIGKILL, STOP_MANUAL);
-		else if (sv->state == G_STOPPING)
-			group_signal(sv, SIGKILL);
-		break;
-	case 'p':
-		group_signal(sv, SIGSTOP);
-		sv->paused = true;
-		report_group(sv);
-		break;
-	case 'c':
-		group_signal(sv, SIGCONT);
-		sv->paused = false;
-		report_group(sv);
-		break;
-	case 'h': group_signal(sv, SIGHUP); break;
-	case 'a': group_signal(sv, SIGALRM); break;
-	case 'i': group_signal(sv, SIGINT); break;
-	case 'q': group_signal(sv, SIGQUIT); break;
-	case '1': group_signal(sv, SIGUSR1); break;
-	case '2': group_signal(sv, SIGUSR2); break;
-	default:
+	if (!fsm_known_letter(c)) {
 		if (c >= 0x20 && c < 0x7f)
 			warn_msg("%s/%s: byte %zu: unknown command '%c' "
 			    "ignored", sv->cfg->jobdir, ESV_CONTROL, pos, c);
 		else
 			warn_msg("%s/%s: byte %zu: unknown command 0x%02x "
 			    "ignored", sv->cfg->jobdir, ESV_CONTROL, pos, c);
+		return;
+	}
+	events_log(sv, "control", json_pack("{ss#}", "command",
+	    (const char *)&c, (size_t)1));
+
+	d = fsm_control(sv->state, c);
+	if (d.want != 0)
+		sv->want = d.want;
+	if (d.want_exit)
+		sv->want_exit = true;
+	switch (d.effect) {
+	case CTL_NONE:
+		break;
+	case CTL_SHOW:
+		report_group(sv);
+		break;
+	case CTL_START:
+		group_start(sv);
+		break;
+	case CTL_STOP:
+		group_stop(sv, d.signo, d.why);
+		break;
+	case CTL_SIGNAL:
+		group_signal(sv, d.signo);
+		if (d.paused != -1) {
+			sv->paused = d.paused;
+			report_group(sv);
+		}
+		break;
+	case CTL_DOWN:
+		group_go_down(sv);
+		break;
+	case CTL_EXIT:
+		if (sv->state == G_BACKOFF || sv->state == G_JOINING)
+			group_go_down(sv);
+		supervisor_exit(sv, sv->exit_code);
 	}
 }
 
@@ -149,9 +121,8 @@ control_read(struct watch *w, uint32_t events)
 	(void)events;
 	while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
 		for (i = 0; i < n; i++, pos++) {
-			bool known = buf[i] != 0 &&
-			    (strchr(KNOWN_LETTERS, buf[i]) != NULL ||
-			    isspace(buf[i]));
+			bool known = fsm_known_letter(buf[i]) ||
+			    isspace(buf[i]);
 
 			/* A flood of garbage gets a few lines, not thousands. */
 			if (!known && ++bad > 8) {

@@ -301,7 +301,8 @@ group_start(struct supervisor *sv)
 }
 
 static void group_launch(struct supervisor *sv);
-static void job_over(struct supervisor *sv, enum group_state st);
+static void job_over(struct supervisor *sv, enum group_state st)
+    __attribute__((noreturn));
 
 void
 group_round_ready(struct supervisor *sv, const struct rdzv_round *r)
@@ -631,10 +632,6 @@ restart_after_failure(struct supervisor *sv)
 	unsigned long long ran = mono_ms() - sv->attempt_started_ms;
 	unsigned delay;
 
-	if (sv->want != 'u' || sv->restart_count >= sv->cfg->max_restarts) {
-		report_failure(sv, true);
-		job_over(sv, G_FAILED);
-	}
 	report_failure(sv, false);
 	sv->restart_count++;
 	info_msg("worker group failed: restart %u of %u", sv->restart_count,
@@ -658,20 +655,42 @@ after_stop(struct supervisor *sv)
 
 	finish_attempt(sv);
 	sv->stop_reason = STOP_NONE;
-	if (why == STOP_SIGNAL || why == STOP_EXIT || sv->want_exit)
+	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->restart_count,
+	    sv->cfg->max_restarts)) {
+	case NEXT_EXIT:
 		supervisor_exit(sv, 1);
-	if (why == STOP_FAILURE) {
+	case NEXT_FAILED:
+		report_failure(sv, true);
+		job_over(sv, G_FAILED);
+	case NEXT_RESTART:
 		restart_after_failure(sv);
 		return;
-	}
-	if (why == STOP_MANUAL)
-		sv->manual_restarts++;
-	if (why == STOP_MEMBERSHIP)
-		sv->membership_restarts++;
-	if (sv->want != 'd')
-		group_start(sv);
-	else
+	case NEXT_DOWN:
+		if (why == STOP_FAILURE) {
+			/* Asked down while failing: kept, not spent. */
+			report_failure(sv, false);
+			info_msg("worker group failed while going down: "
+			    "staying down, restarts %u of %u",
+			    sv->restart_count, sv->cfg->max_restarts);
+		}
 		rdzv_leave(&sv->rz);
+		return;
+	case NEXT_START:
+		if (why == STOP_MANUAL)
+			sv->manual_restarts++;
+		if (why == STOP_MEMBERSHIP)
+			sv->membership_restarts++;
+		group_start(sv);
+	}
+}
+
+void
+group_go_down(struct supervisor *sv)
+{
+	timer_arm_ms(sv->timerw.fd, -1);
+	rdzv_leave(&sv->rz);
+	set_state(sv, G_DOWN);
+	report_event(sv, ESV_EVENT_DOWN);
 }
 
 static struct worker *

@@ -12,19 +12,13 @@
 #include "backoff.h"
 #include "config.h"
 #include "failure.h"
+#include "fsm.h"
 #include "linebuf.h"
 #include "loop.h"
 #include "rdzv.h"
 
 enum worker_state { W_STARTING, W_RUNNING, W_SUCCEEDED, W_FAILED, W_STOPPED };
 
-/* The group as supervise/state shows it (see ctldir.h). */
-enum group_state { G_DOWN, G_RUNNING, G_STOPPING, G_BACKOFF, G_SUCCEEDED,
-	G_FAILED, G_JOINING, G_BARRIER };
-
-/* Why the group is being stopped: decides what follows. */
-enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_MANUAL, STOP_DOWN,
-	STOP_SIGNAL, STOP_EXIT, STOP_MEMBERSHIP };
 
 struct worker;
 
@@ -142,6 +136,8 @@ struct supervisor {
 void	group_start(struct supervisor *sv);
 void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
 void	group_signal(struct supervisor *sv, int signo);
+/* No worker runs: leave the round or the backoff, and be down. */
+void	group_go_down(struct supervisor *sv);
 void	group_reap(struct supervisor *sv);
 void	flush_exits(struct supervisor *sv);
 void	group_timer(struct supervisor *sv);
