@@ -15,6 +15,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "utf8.h"
 #include "confvalue.h"
 #include "msg.h"
 #include "sig.h"
@@ -187,6 +188,8 @@ fail(struct loadctx *ctx, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(ctx->err, ctx->errlen, fmt, ap);
 		va_end(ap);
+		/* It quotes what it refuses: that may be anything. */
+		utf8_one_line(ctx->err);
 		ctx->failed = true;
 	}
 	return -1;
@@ -206,9 +209,11 @@ bad_value(struct loadctx *ctx, const struct option_def *d, const char *fmt,
 	if (d->fn == set_health_port) {
 		vsnprintf(ctx->cfg->health_error,
 		    sizeof(ctx->cfg->health_error), fmt, ap);
+		utf8_one_line(ctx->cfg->health_error);
 		ctx->cfg->health_port = -1;
 	} else if (!ctx->failed) {
 		vsnprintf(ctx->err, ctx->errlen, fmt, ap);
+		utf8_one_line(ctx->err);
 		ctx->failed = true;
 	}
 	va_end(ap);

@@ -98,6 +98,22 @@ utf8_strlcpy(char *dst, const char *src, size_t size)
 	return len;
 }
 
+void
+utf8_one_line(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t len = strlen(s), i = 0, k;
+
+	while (i < len) {
+		if ((k = seq_len(p + i, len - i)) == 0 || p[i] < 0x20 ||
+		    p[i] == 0x7f) {
+			p[i++] = '?';
+			continue;
+		}
+		i += k;
+	}
+}
+
 json_t *
 json_text(const char *s)
 {

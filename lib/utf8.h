@@ -30,6 +30,13 @@ char	*utf8_fix(const char *s);
  */
 size_t	utf8_strlcpy(char *dst, const char *src, size_t size);
 
+/*
+ * Make s, in place, one printable line of valid UTF-8, for a message that
+ * quotes its input: a control character (a newline among them) or a byte
+ * of no valid sequence becomes '?'.
+ */
+void	utf8_one_line(char *s);
+
 /* A JSON string of s made valid (utf8_fix); NULL only when out of memory. */
 struct json_t	*json_text(const char *s);
 
