@@ -2,8 +2,7 @@
 
 Std.from_str in 1.13 looks the value up by iterating over the IntFlag
 members; Python 3.11 skips the aliases NONE and ALL there, so "0" and
-"3" parse to None and every launch dies in to_map (reference
-torchelastic.md, oracle warning).  Replacing the classmethod on the class
+"3" parse to None and every launch dies in to_map.  Replacing the classmethod on the class
 is enough: run.py looks it up through the class at call time.
 
 Usage: python3 torchrun_shim.py <torchrun arguments>

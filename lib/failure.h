@@ -1,7 +1,7 @@
 /*
  * Worker failures: torch's error file (written by @record), the
  * ProcessFailure fields derived from it, and the failure summary torchrun
- * prints (reference torchelastic.md §5), as text and as JSON.
+ * prints when the restart budget is spent, as text and as JSON.
  */
 #ifndef ESV_FAILURE_H
 #define ESV_FAILURE_H

@@ -1,5 +1,5 @@
 /*
- * Rank assignment, as torch's agent does it (reference torchelastic.md §3):
+ * Rank assignment, as torch's agent does it:
  * global ranks are laid out in group-rank order, role ranks likewise among
  * the groups that share a role.
  */

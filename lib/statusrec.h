@@ -1,5 +1,6 @@
 /*
- * runit's supervise/status record (reference supervision.md §1.5), 20 bytes:
+ * runit's supervise/status record, as runsv writes it and sv(8) reads it
+ * (tests/integration/test_runit_record.sh checks it against runsv), 20 bytes:
  *   0-11  TAI64N of the last start or stop (big-endian label, then nsec)
  *   12-15 pid, little-endian (runit inherits daemontools' byte order)
  *   16    paused flag   17 want 'u' or 'd'   18 got-TERM flag

@@ -1,6 +1,6 @@
 /*
  * The environment of one worker: the supervisor's own environment with the
- * torchrun variables of reference torchelastic.md §2 laid over it.
+ * variables torchrun sets (esv-supervise(8), ENVIRONMENT) laid over it.
  */
 #ifndef ESV_WORKERENV_H
 #define ESV_WORKERENV_H

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Restart backoff (behaviour.md "Backoff"): --restart-delay doubles per
+# Restart backoff: --restart-delay doubles per
 # consecutive fast failure, is capped by --restart-delay-max and reset by
 # an attempt lasting --restart-reset; state=backoff with next_start while
 # waiting; d during the wait goes down at once.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Control letters (supervision.md §1.4, behaviour.md "Control letters"),
+# Control letters (runit's and s6's, esv-control(5)),
 # written straight into JOBDIR/supervise/control and through esv-ctl:
 # p/c, h a i q 1 2, garbage in the FIFO, o, x; esv-ctl status (human and
 # --json), wait up/down/finished -t, -w, several JOBDIRs, no supervisor.

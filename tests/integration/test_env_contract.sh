@@ -1,6 +1,6 @@
 #!/bin/bash
 # The environment and command line esv-supervise gives its workers
-# (torchelastic.md §2, §4 and §14 items 1, 4, 37, 38, 39), and the
+# (torchrun's variables, argv and TORCHELASTIC_* keys), and the
 # workers/N/env/ envdirs that record it.
 # Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_env_contract.sh
 . "$(dirname "$0")/lib.sh"

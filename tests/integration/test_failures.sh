@@ -1,8 +1,8 @@
 #!/bin/bash
-# Failures, restarts and torch's failure summary (torchelastic.md §5, §6,
-# §14 items 5-12): restart of the whole group, the restart budget, signal
-# deaths, error files, the root-cause copy, the summary's layout, the
-# success path, and the state files left behind.
+# Failures, restarts and torch's failure summary: restart of the whole
+# group, the restart budget, signal deaths, error files, the root-cause
+# copy, the summary's layout, the success path, and the state files left
+# behind.
 # Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_failures.sh
 . "$(dirname "$0")/lib.sh"
 esv_setup 150

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Worker output (torchelastic.md §4, §14 items 26-29): the log directory
+# Worker output: the log directory
 # layout, -t/-r (map form too), the console prefix and its template,
 # --local-ranks-filter, attempt directories on manual and failure
 # restarts; console lines never mixed mid-line; a last partial line of a

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Process groups and leftovers (torchelastic.md §6 "Process groups", §14
-# items 16 and 17): a failure restart kills a worker's grandchild (in its
-# group) and a double-forked setsid daemon; nothing of the job survives the
+# Process groups and leftovers: a failure restart kills a worker's
+# grandchild (in its group) and a double-forked setsid daemon; nothing of
+# the job survives the
 # supervisor; kill -9 of the supervisor takes the workers and their groups
 # down within 1 s; a supervisor started again on the same JOBDIR never runs
 # a second copy of the group, and one started while another runs exits 111

@@ -1,5 +1,5 @@
 #!/bin/bash
-# runit's own sv(8) drives an esv job (supervision.md §1.1, §1.5, §2.1):
+# runit's own sv(8) drives an esv job:
 # status lines, up/down/restart/term/kill/pause/cont/exit, the JOBDIR/down
 # file, and the files sv reads (supervise/status, 20 bytes; stat; pid).
 # Workers are workers/b_sigrec.py (they record the signals they get).

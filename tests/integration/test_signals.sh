@@ -1,5 +1,5 @@
 #!/bin/bash
-# Signals sent to esv-supervise (torchelastic.md §6, §14 items 13-15):
+# Signals sent to esv-supervise, as torchrun handles them:
 # forwarded once to every live worker, grace period then SIGKILL, the
 # --signals-to-handle list (SIGUSR1 forwarded as itself, unknown names
 # warned about and skipped), and a signal outside the list is not

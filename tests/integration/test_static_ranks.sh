@@ -1,5 +1,5 @@
 #!/bin/bash
-# Static ranks of a 2 x 4 job on loopback (torchelastic.md §3, §14 item 2):
+# Static ranks of a 2 x 4 job on loopback:
 # two supervisors, --node-rank 0 and 1, four workers each.
 # Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_static_ranks.sh
 . "$(dirname "$0")/lib.sh"

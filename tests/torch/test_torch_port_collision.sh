@@ -1,5 +1,5 @@
 #!/bin/bash
-# torchelastic.md §14 item 35: with USE_AGENT_STORE=False worker rank 0
+# With TORCHELASTIC_USE_AGENT_STORE=False worker rank 0
 # hosts torch's store on MASTER_PORT.  If another process already listens
 # there, rank 0 fails at once (errno 98) while rank 1 is connected to the
 # stranger and would wait for its store timeout.  The job must end as a

@@ -19,7 +19,7 @@ check(const struct rank_assignment *ra, unsigned base, unsigned world,
 	assert_int_equal(ra->local_world_size, lws);
 }
 
-/* torchelastic.md §3: 2 nodes x 4. */
+/* 2 nodes x 4: ranks 0-3 on group rank 0, 4-7 on group rank 1. */
 static void
 test_two_by_four(void **state)
 {

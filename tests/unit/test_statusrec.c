@@ -9,7 +9,7 @@
 #include "statusrec.h"
 
 /*
- * supervision.md §1.5, runit column: 2^62 + 10 + 1700000000 is
+ * runit's TAI64 label: 2^62 + 10 + 1700000000 is
  * 0x400000006553f10a; 123456789 ns is 0x075bcd15; the pid is stored
  * little-endian.
  */

@@ -11,7 +11,7 @@
 
 static struct job_config cfg;
 
-/* 1 node, nproc 2, static rendezvous: torchelastic.md §14 item 1. */
+/* 1 node, nproc 2, static rendezvous: torchrun --nproc-per-node 2. */
 static struct attempt_info
 single_node(void)
 {
