@@ -1,5 +1,5 @@
 /*
- * floor [--spawn] N worker [args...]
+ * floor [--spawn] [--restart] N worker [args...]
  *
  * The least a supervisor can do to start N workers: start them in a loop,
  * each with RANK, LOCAL_RANK and LOCAL_WORLD_SIZE set, then wait for them.
@@ -16,7 +16,12 @@
  * that exits non-zero makes it send SIGTERM to the others, which gives the
  * benchmark the kernel's own exit-to-signal latency as a bar.
  *
- * Exits 0 when every worker exited 0, 1 otherwise.
+ * With --restart, a group that failed is started once more, whole, with
+ * TORCHELASTIC_RESTART_COUNT=1, as soon as its last worker is reaped: the
+ * least work a restart is (SIGTERM the others, reap them, spawn all N
+ * again), the bar for esv-supervise's restart.
+ *
+ * Exits 0 when every worker of the last group exited 0, 1 otherwise.
  */
 #include <errno.h>
 #include <signal.h>
@@ -128,41 +133,26 @@ forget(pid_t *pids, unsigned n, pid_t pid)
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: floor [--spawn] N worker [args...]\n");
+	fprintf(stderr, "usage: floor [--spawn] [--restart] N worker "
+	    "[args...]\n");
 	exit(100);
 }
 
-int
-main(int argc, char *argv[])
+/* Start n workers, wait for them all; 1 if one failed, -1 on error. */
+static int
+run_group(unsigned long n, int spawn, char *argv[], pid_t *pids)
 {
 	struct spawnenv se;
-	unsigned long n;
 	unsigned i, started = 0, alive;
-	pid_t *pids, pid;
-	char *end;
-	int st, spawn = 0, failed = 0;
+	int st, failed = 0;
+	pid_t pid;
 
-	if (argc > 1 && strcmp(argv[1], "--spawn") == 0) {
-		spawn = 1;
-		argc--;
-		argv++;
-	}
-	if (argc < 3 || (n = strtoul(argv[1], &end, 10)) == 0 ||
-	    *end != '\0' || n > 65536)
-		usage();
-	if ((pids = calloc(n, sizeof(*pids))) == NULL) {
-		perror("floor");
-		return 111;
-	}
-	setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
-	setenv("LOCAL_WORLD_SIZE", argv[1], 1);
 	if (spawn && spawnenv_init(&se) == -1) {
 		perror("floor");
-		return 111;
+		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		pid = spawn ? spawn_worker(&se, i, argv + 2) :
-		    fork_worker(i, argv + 2);
+		pid = spawn ? spawn_worker(&se, i, argv) : fork_worker(i, argv);
 		if (pid == -1) {
 			failed = 1;
 			break;
@@ -183,6 +173,39 @@ main(int argc, char *argv[])
 	}
 	if (spawn)
 		free(se.envp);
-	free(pids);
 	return failed;
+}
+
+int
+main(int argc, char *argv[])
+{
+	unsigned long n;
+	int spawn = 0, restart = 0, failed;
+	pid_t *pids;
+	char *end;
+
+	for (; argc > 1 && strncmp(argv[1], "--", 2) == 0; argc--, argv++)
+		if (strcmp(argv[1], "--spawn") == 0)
+			spawn = 1;
+		else if (strcmp(argv[1], "--restart") == 0)
+			restart = 1;
+		else
+			usage();
+	if (argc < 3 || (n = strtoul(argv[1], &end, 10)) == 0 ||
+	    *end != '\0' || n > 65536)
+		usage();
+	if ((pids = calloc(n, sizeof(*pids))) == NULL) {
+		perror("floor");
+		return 111;
+	}
+	setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
+	setenv("LOCAL_WORLD_SIZE", argv[1], 1);
+	failed = run_group(n, spawn, argv + 2, pids);
+	if (failed == 1 && restart) {
+		/* spawnenv_init copies environ again: it sees the new count. */
+		setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);
+		failed = run_group(n, spawn, argv + 2, pids);
+	}
+	free(pids);
+	return failed == -1 ? 111 : failed;
 }
