@@ -5,7 +5,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Write buf to dirfd/name via dirfd/name.new and rename. 0 or -1/errno. */
+/*
+ * Write buf to dirfd/name via dirfd/name.new and rename.  name.new is
+ * made with O_EXCL|O_NOFOLLOW; a stale one (a crash's) is unlinked first.
+ * 0 or -1/errno.
+ */
 int	atomic_write_at(int dirfd, const char *name, const void *buf,
 	    size_t len, mode_t mode);
 int	atomic_write(const char *path, const void *buf, size_t len, mode_t mode);
@@ -23,10 +27,18 @@ int	pathf(char *buf, size_t len, const char *fmt, ...)
  * EINVAL when not a regular file, EFBIG when longer than max.
  */
 char	*read_text(const char *path, size_t max, size_t *lenp);
+/* The same for dirfd/name, opened with flags added (O_NOFOLLOW). */
+char	*read_text_at(int dirfd, const char *name, int flags, size_t max,
+	    size_t *lenp);
 
 /* mkdir -p, ignoring EEXIST on each component.  0 or -1/errno. */
 int	mkdir_p(const char *path, mode_t mode);
-/* rm -rf path (not following symlinks).  0 or -1/errno. */
+/*
+ * rm -rf path, or dirfd/name: walks by directory fd, each opened with
+ * O_NOFOLLOW, so no symlink below it (nor name itself) is followed,
+ * whoever swaps one in meanwhile.  0 (also when absent) or -1/errno.
+ */
 int	remove_tree(const char *path);
+int	remove_tree_at(int dirfd, const char *name);
 
 #endif

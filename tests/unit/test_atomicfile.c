@@ -124,6 +124,37 @@ test_write_replaces(void **state)
 	assert_string_equal(slurp_at(fx->dfd, "f"), "");
 }
 
+/*
+ * A name.new already there, a symlink to another file in particular, is
+ * never written through: a crash's leftover is replaced, and a planted
+ * link leaves its target alone.
+ */
+static void
+test_write_stale_new(void **state)
+{
+	struct fixture *fx = *state;
+	struct stat sb;
+
+	assert_int_equal(atomic_write_at(fx->dfd, "victim", "secret", 6,
+	    0600), 0);
+	assert_int_equal(symlinkat("victim", fx->dfd, "f.new"), 0);
+	assert_int_equal(atomic_write_at(fx->dfd, "f", "mine", 4, 0644), 0);
+	assert_string_equal(slurp_at(fx->dfd, "victim"), "secret");
+	assert_int_equal(fstatat(fx->dfd, "f", &sb, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_string_equal(slurp_at(fx->dfd, "f"), "mine");
+	assert_int_equal(faccessat(fx->dfd, "f.new", F_OK, AT_SYMLINK_NOFOLLOW),
+	    -1);
+
+	/* A plain leftover: gone, its content not kept. */
+	assert_int_equal(atomic_write_at(fx->dfd, "g.new", "stale-and-long",
+	    14, 0644), 0);
+	assert_int_equal(atomic_write_at(fx->dfd, "g", "ok", 2, 0600), 0);
+	assert_string_equal(slurp_at(fx->dfd, "g"), "ok");
+	assert_int_equal(perms_at(fx->dfd, "g"), 0600);
+	assert_int_equal(count_entries(fx->dir), 3);	/* victim f g */
+}
+
 static void
 test_write_path(void **state)
 {
@@ -287,6 +318,34 @@ test_remove_tree_file(void **state)
 	assert_int_equal(count_entries(fx->dir), 0);
 }
 
+/*
+ * remove_tree_at walks by fd: a symlink given as the name, or met below
+ * it, is unlinked and its target kept.
+ */
+static void
+test_remove_tree_at(void **state)
+{
+	struct fixture *fx = *state;
+	char p[PATH_MAX];
+
+	path_in(fx, p, sizeof(p), "keep/deep");
+	assert_int_equal(mkdir_p(p, 0755), 0);
+	assert_int_equal(atomic_write_at(fx->dfd, "keep/deep/precious", "p", 1,
+	    0644), 0);
+	assert_int_equal(symlinkat("keep", fx->dfd, "link"), 0);
+	assert_int_equal(remove_tree_at(fx->dfd, "link"), 0);
+	assert_string_equal(slurp_at(fx->dfd, "keep/deep/precious"), "p");
+
+	path_in(fx, p, sizeof(p), "t/a/b");
+	assert_int_equal(mkdir_p(p, 0700), 0);
+	assert_int_equal(symlinkat("../../keep", fx->dfd, "t/a/b/up"), 0);
+	assert_int_equal(atomic_write_at(fx->dfd, "t/a/f", "f", 1, 0644), 0);
+	assert_int_equal(remove_tree_at(fx->dfd, "t"), 0);
+	assert_int_equal(remove_tree_at(fx->dfd, "t"), 0);
+	assert_string_equal(slurp_at(fx->dfd, "keep/deep/precious"), "p");
+	assert_int_equal(count_entries(fx->dir), 1);
+}
+
 int
 main(void)
 {
@@ -294,6 +353,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_write_replaces, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_write_path, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_write_stale_new, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_remove_tree_at, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_fails_clean, setup,
