@@ -129,9 +129,10 @@ inspect(const json_t *root, struct file_info *fi)
 
 /* The file's text; NULL with errno 0 when there is no regular file. */
 static char *
-slurp(const char *path)
+slurp(int dirfd, const char *name, int flags)
 {
-	char *text = read_text(path, ERROR_FILE_MAX - 1, NULL);
+	char *text = read_text_at(dirfd, name, flags, ERROR_FILE_MAX - 1,
+	    NULL);
 
 	if (text == NULL && (errno == ENOENT || errno == ENOTDIR ||
 	    errno == EINVAL))
@@ -213,6 +214,15 @@ int
 failure_init(struct worker_failure *f, unsigned local_rank, unsigned rank,
     pid_t pid, int exitcode, const char *error_path, time_t now)
 {
+	return failure_init_at(f, local_rank, rank, pid, exitcode, AT_FDCWD,
+	    error_path, 0, error_path, now);
+}
+
+int
+failure_init_at(struct worker_failure *f, unsigned local_rank, unsigned rank,
+    pid_t pid, int exitcode, int dirfd, const char *name, int flags,
+    const char *error_path, time_t now)
+{
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -221,8 +231,9 @@ failure_init(struct worker_failure *f, unsigned local_rank, unsigned rank,
 	f->pid = pid;
 	f->exitcode = exitcode;
 	f->timestamp = now;
-	if (error_path != NULL && error_path[0] != '\0' &&
-	    (f->error_json = slurp(error_path)) == NULL && errno != 0) {
+	if (name != NULL && name[0] != '\0' &&
+	    (f->error_json = slurp(dirfd, name, flags)) == NULL &&
+	    errno != 0) {
 		if (errno == ENOMEM)
 			return -1;
 		rc = unreadable(f, error_path, errno);
@@ -547,7 +558,8 @@ failure_copy_root_cause(const char *dest, const struct worker_failure *root)
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = atomic_write(dest, buf, strlen(buf), 0666);
+	/* The worker's traceback may hold secrets: ours to show, not all's. */
+	rc = atomic_write(dest, buf, strlen(buf), 0600);
 	free(buf);
 	return rc;
 }

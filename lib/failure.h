@@ -30,6 +30,13 @@ struct worker_failure {
 int	failure_init(struct worker_failure *f, unsigned local_rank,
 	    unsigned rank, pid_t pid, int exitcode, const char *error_path,
 	    time_t now);
+/*
+ * The same with the error file at dirfd/name, opened with flags added
+ * (O_NOFOLLOW); error_path is how it is shown.
+ */
+int	failure_init_at(struct worker_failure *f, unsigned local_rank,
+	    unsigned rank, pid_t pid, int exitcode, int dirfd, const char *name,
+	    int flags, const char *error_path, time_t now);
 void	failure_free(struct worker_failure *f);
 
 /* Index of the root cause: the smallest timestamp, first on ties. */
@@ -50,7 +57,7 @@ char	*failure_summary_json(const char *name, const char *host,
  * torch's @record on the launcher: copy the root cause's error file to
  * dest with message.errorCode = exitcode; dest is replaced atomically.
  * Returns 0, 1 if the root cause has no error file (nothing written),
- * -1 on error with errno set.
+ * -1 on error with errno set.  dest is made 0600.
  */
 int	failure_copy_root_cause(const char *dest,
 	    const struct worker_failure *root);

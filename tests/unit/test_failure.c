@@ -452,7 +452,10 @@ static void
 test_copy_root_cause(void **state)
 {
 	struct worker_failure f;
+	struct stat sb;
+	mode_t old;
 	char *text;
+	int dfd;
 
 	(void)state;
 	assert_int_equal(failure_init(&f, 0, 0, 40, 1, "err/0.json", 9), 0);
@@ -461,7 +464,29 @@ test_copy_root_cause(void **state)
 	text = get_file("torchrun-error.json");
 	assert_string_equal(text, COPY0);
 	free(text);
+	/* A worker's traceback is the agent's user's to read, whatever umask. */
+	old = umask(0);
+	assert_int_equal(failure_copy_root_cause("torchrun-error.json", &f), 0);
+	umask(old);
+	assert_int_equal(stat("torchrun-error.json", &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0600);
 	failure_free(&f);
+
+	/* Read by fd with O_NOFOLLOW: a symlink in its place is not read. */
+	assert_int_equal(symlink("0.json", "err/link.json"), 0);
+	dfd = open("err", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_not_equal(dfd, -1);
+	assert_int_equal(failure_init_at(&f, 0, 0, 40, 1, dfd, "link.json",
+	    O_NOFOLLOW, "shown/link.json", 9), 0);
+	assert_null(f.error_json);
+	assert_non_null(strstr(f.message, "shown/link.json"));
+	failure_free(&f);
+	assert_int_equal(failure_init_at(&f, 0, 0, 40, 1, dfd, "0.json",
+	    O_NOFOLLOW, "shown/0.json", 9), 0);
+	assert_non_null(f.error_json);
+	assert_string_equal(f.error_file, "shown/0.json");
+	failure_free(&f);
+	close(dfd);
 
 	/* Exit code 0: torch leaves the message alone. */
 	assert_int_equal(failure_init(&f, 0, 0, 40, 0, "err/0.json", 9), 0);
