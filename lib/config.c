@@ -1,5 +1,6 @@
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -17,8 +18,10 @@
 #include "config.h"
 #include "utf8.h"
 #include "confvalue.h"
+#include "ctldir.h"
 #include "msg.h"
 #include "sig.h"
+#include "trust.h"
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 #define MAX_NNODES	100000
@@ -661,11 +664,40 @@ static int
 load_ini(struct loadctx *ctx)
 {
 	const char *path = ctx->cfg->config_path;
-	int r, rerr;
+	char why[512];
+	int r, rerr, dfd, fd;
 
-	if ((ctx->fp = fopen(path, "re")) == NULL) {
+	/*
+	 * Its [env] reaches the workers, which may run as root: only a
+	 * JOBDIR and job.ini that nobody else can change are read (trust.h).
+	 */
+	dfd = open(ctx->cfg->jobdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd == -1) {
 		if (errno == ENOENT)
 			return 0;
+		return fail(ctx, "%s: %s", ctx->cfg->jobdir, strerror(errno));
+	}
+	if (trust_check(dfd, ctx->cfg->jobdir, 0, why, sizeof(why)) == -1) {
+		close(dfd);
+		return fail(ctx, "%s", why);
+	}
+	fd = openat(dfd, ESV_JOB_INI, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	close(dfd);
+	if (fd == -1) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ELOOP)
+			return fail(ctx, "%s: is a symbolic link: refusing to "
+			    "follow it; put the file itself there", path);
+		return fail(ctx, "%s: %s", path, strerror(errno));
+	}
+	if (trust_check(fd, path, 0, why, sizeof(why)) == -1) {
+		close(fd);
+		return fail(ctx, "%s", why);
+	}
+	if ((ctx->fp = fdopen(fd, "r")) == NULL) {
+		close(fd);
 		return fail(ctx, "%s: %s", path, strerror(errno));
 	}
 	r = ini_parse_stream(ini_read, ctx, ini_pair, ctx);

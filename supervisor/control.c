@@ -27,7 +27,8 @@ make_fifo(struct supervisor *sv, const char *name)
 {
 	struct stat st;
 
-	if (fstatat(sv->jobfd, name, &st, 0) == 0 && S_ISFIFO(st.st_mode))
+	if (fstatat(sv->jobfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISFIFO(st.st_mode))
 		return 0;
 	unlinkat(sv->jobfd, name, 0);
 	return mkfifoat(sv->jobfd, name, 0600);
@@ -47,10 +48,12 @@ control_setup(struct supervisor *sv)
 		die(111, "unable to create the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
 	sv->ctlfd = openat(sv->jobfd, ESV_CONTROL,
-	    O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	    O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	/* Our own writer: the FIFO never reads EOF when clients go. */
-	sv->ctlkeepfd = openat(sv->jobfd, ESV_CONTROL, O_WRONLY | O_CLOEXEC);
-	sv->okfd = openat(sv->jobfd, ESV_OK, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	sv->ctlkeepfd = openat(sv->jobfd, ESV_CONTROL,
+	    O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	sv->okfd = openat(sv->jobfd, ESV_OK,
+	    O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (sv->ctlfd == -1 || sv->ctlkeepfd == -1 || sv->okfd == -1)
 		die(111, "unable to open the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);

@@ -20,7 +20,7 @@ void
 events_open(struct supervisor *sv)
 {
 	sv->eventsfd = openat(sv->jobfd, EVENTS_FILE,
-	    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (sv->eventsfd == -1)
 		warn_sys("unable to open %s/%s", sv->cfg->jobdir, EVENTS_FILE);
 }

@@ -109,8 +109,8 @@ group_lock_take(struct supervisor *sv, bool at_start)
 
 	if (sv->grouplockfd > 0)
 		return 0;
-	fd = openat(sv->jobfd, ESV_GROUP_LOCK, O_RDWR | O_CREAT | O_CLOEXEC,
-	    0600);
+	fd = openat(sv->jobfd, ESV_GROUP_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
 	if (fd == -1 || fstat(fd, &st) == -1)
 		die(111, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
 	sv->lock_dev = st.st_dev;

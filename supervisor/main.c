@@ -27,6 +27,7 @@
 #include "msg.h"
 #include "sig.h"
 #include "supervise.h"
+#include "trust.h"
 
 extern char **environ;
 
@@ -49,22 +50,57 @@ sanitize_fds(void)
 			fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
+/*
+ * A directory of JOBDIR that only we may change, made if missing; no
+ * symlink is followed to it.  An older esv made workers/ 0755: mode
+ * tightens it.
+ */
+static void
+own_subdir(struct supervisor *sv, const char *name, mode_t mode)
+{
+	const char *jd = sv->cfg->jobdir;
+	char path[PATH_MAX], why[512];
+	int fd;
+
+	if (mkdirat(sv->jobfd, name, mode) == -1 && errno != EEXIST)
+		die(111, "unable to create %s/%s", jd, name);
+	pathf(path, sizeof(path), "%s/%s", jd, name);
+	fd = openat(sv->jobfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR))
+		diex(100, "%s: not a directory (a symbolic link?): refusing "
+		    "it; remove it", path);
+	if (fd == -1)
+		die(111, "unable to open %s", path);
+	if (trust_check(fd, path, 0, why, sizeof(why)) == -1)
+		diex(100, "%s", why);
+	if (fchmod(fd, mode) == -1)
+		die(111, "unable to set the mode of %s", path);
+	close(fd);
+}
+
+/*
+ * JOBDIR, supervise/ and workers/ must be ours and writable by nobody
+ * else (trust.h): root writes into them and runs what job.ini says.
+ * Every file below is opened relative to jobfd, never through a symlink.
+ */
 static void
 open_control_dir(struct supervisor *sv)
 {
 	const char *jd = sv->cfg->jobdir;
+	char why[512];
 
 	if (mkdir(jd, 0755) == -1 && errno != EEXIST)
 		die(111, "unable to create %s", jd);
 	if ((sv->jobfd = open(jd, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		die(111, "unable to open %s", jd);
-	if (mkdirat(sv->jobfd, ESV_SUPERVISE_DIR, 0700) == -1 &&
-	    errno != EEXIST)
-		die(111, "unable to create %s/%s", jd, ESV_SUPERVISE_DIR);
-	if (mkdirat(sv->jobfd, ESV_WORKERS_DIR, 0755) == -1 && errno != EEXIST)
-		die(111, "unable to create %s/%s", jd, ESV_WORKERS_DIR);
+	if (trust_check(sv->jobfd, jd, 0, why, sizeof(why)) == -1)
+		diex(100, "%s", why);
+	own_subdir(sv, ESV_SUPERVISE_DIR, 0700);
+	/* workers/N/env/ holds job.ini's [env]: its secrets too. */
+	own_subdir(sv, ESV_WORKERS_DIR, 0700);
 	sv->lockfd = openat(sv->jobfd, ESV_LOCK,
-	    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (sv->lockfd == -1)
 		die(111, "unable to open %s/%s", jd, ESV_LOCK);
 	if (flock(sv->lockfd, LOCK_EX | LOCK_NB) == -1) {
