@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -116,6 +117,47 @@ job_path(char *buf, size_t size, const struct job *j, const char *rel)
 	return 0;
 }
 
+/*
+ * Open JOBDIR/supervise/<name of rel> for writing without following a
+ * symlink at supervise/ or at the file, and only if it is a FIFO: esv-ctl
+ * may run as root on a JOBDIR that someone else can change, and a letter
+ * written through a link would land in whatever file it names.
+ */
+static int
+open_fifo(struct job *j, const char *rel)
+{
+	const char *name = strrchr(rel, '/') + 1;
+	char dir[PATH_MAX];
+	struct stat st;
+	int dfd, fd, e;
+
+	if (job_path(dir, sizeof(dir), j, ESV_SUPERVISE_DIR) == -1)
+		return -1;
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ELOOP)
+			return -1;
+		fd = -1;
+	} else {
+		fd = openat(dfd, name, O_WRONLY | O_NONBLOCK | O_NOFOLLOW |
+		    O_CLOEXEC);
+		e = errno;
+		close(dfd);
+		if (fd == -1 && e != ELOOP) {
+			errno = e;
+			return -1;
+		}
+	}
+	if (fd != -1 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
+		return fd;
+	if (fd != -1)
+		close(fd);
+	warn_msg("%s/%s: not a FIFO (a symbolic link, or a file?): refusing "
+	    "to write to it", j->dir, rel);
+	j->result = ESV_EXIT_SYSTEM;
+	return -2;
+}
+
 static void
 job_fail(struct job *j, int code)
 {
@@ -138,10 +180,11 @@ job_fail(struct job *j, int code)
 static int
 job_open_ok(struct job *j)
 {
-	char path[PATH_MAX];
-
-	if (job_path(path, sizeof(path), j, ESV_OK) == -1 ||
-	    (j->ok = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
+	if ((j->ok = open_fifo(j, ESV_OK)) < 0) {
+		if (j->ok == -2) {
+			j->ok = -1;
+			return -1;
+		}
 		if (errno == ENXIO || errno == ENOENT || errno == ENOTDIR)
 			return 0;
 		warn_sys("%s: unable to open %s", j->dir, ESV_OK);
@@ -321,12 +364,12 @@ print_status_line(const char *prefix, const struct job *j)
 static void
 send_letter(struct job *j, char letter, enum cond cond)
 {
-	char path[PATH_MAX];
 	ssize_t w;
 	int fd, up;
 
-	if (job_path(path, sizeof(path), j, ESV_CONTROL) == -1 ||
-	    (fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
+	if ((fd = open_fifo(j, ESV_CONTROL)) < 0) {
+		if (fd == -2)
+			return;
 		if (errno == ENXIO || errno == ENOENT || errno == ENOTDIR)
 			job_fail(j, ESV_EXIT_FAILED);
 		else {
