@@ -46,13 +46,22 @@ fifodir_make(const char *dir)
 static void
 fifodir_send(int dfd, const char *name, char ev)
 {
+	struct stat st;
 	ssize_t w;
 	int fd;
 
-	fd = openat(dfd, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	/*
+	 * Listeners of the directory's group make these names, and we may be
+	 * root: write into FIFOs only, never through a link.
+	 */
+	fd = openat(dfd, name, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1) {
 		if (errno == ENXIO)
 			unlinkat(dfd, name, 0);
+		return;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
 		return;
 	}
 	do

@@ -228,6 +228,40 @@ test_missing_dir(void **state)
 	fifodir_unlisten(&l);
 }
 
+/*
+ * A listener of the directory's group may plant any name: a symlink or a
+ * plain file under a listener's name gets nothing written into it.
+ */
+static void
+test_only_fifos_written(void **state)
+{
+	struct fixture *f = *state;
+	char victim[PATH_MAX], path[PATH_MAX + 32], buf[16];
+	struct stat st;
+	int fd;
+
+	snprintf(victim, sizeof(victim), "%s/victim", f->top);
+	assert_int_not_equal(fd = open(victim, O_WRONLY | O_CREAT | O_CLOEXEC,
+	    0600), -1);
+	assert_int_equal(write(fd, "secret", 6), 6);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/ftrig1:link", f->dir);
+	assert_int_equal(symlink(victim, path), 0);
+	snprintf(path, sizeof(path), "%s/ftrig1:file", f->dir);
+	assert_int_not_equal(fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC,
+	    0600), -1);
+	close(fd);
+
+	fifodir_broadcast(f->dir, 'u');
+	assert_int_not_equal(fd = open(victim, O_RDONLY | O_CLOEXEC), -1);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 6);
+	assert_memory_equal(buf, "secret", 6);
+	close(fd);
+	assert_int_equal(unlink(victim), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 0);
+}
+
 int
 main(void)
 {
@@ -240,6 +274,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_full_fifo_does_not_block,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_dir, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_only_fifos_written, setup,
 		    teardown),
 	};
 
