@@ -24,6 +24,7 @@
 #include "sig.h"
 #include "subst.h"
 #include "supervise.h"
+#include "trust.h"
 #include "utf8.h"
 #include "workerenv.h"
 
@@ -66,27 +67,73 @@ supervisor_exit(struct supervisor *sv, int code)
 	exit(code);
 }
 
+/*
+ * The log base may be shared by many jobs and users (--log-dir): it is
+ * trusted if nobody but us or root can write it, or if it has the sticky
+ * bit (like /tmp), so that nobody else can rename or remove what we make
+ * in it.  Below it, everything is reached by directory fd and made with
+ * mkdirat, so no name another user placed there is ever followed.
+ */
+void
+logs_setup(struct supervisor *sv)
+{
+	char base[PATH_MAX], why[1024];
+
+	sv->logfd = sv->runfd = sv->attemptfd = -1;
+	if (sv->cfg->log_dir[0] != '\0')
+		strlcpy(base, sv->cfg->log_dir, sizeof(base));
+	else
+		pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
+		    ESV_DEFAULT_LOG_DIR);
+	if (mkdir_p(base, 0755) == -1)
+		die(111, "unable to create %s", base);
+	/* Others read these paths, from other working directories. */
+	if (realpath(base, sv->log_base) == NULL)
+		die(111, "unable to resolve %s", base);
+	sv->logfd = open(sv->log_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (sv->logfd == -1)
+		die(111, "unable to open %s", sv->log_base);
+	if (trust_check(sv->logfd, sv->log_base, TRUST_STICKY_OK, why,
+	    sizeof(why)) == -1)
+		diex(100, "log directory %s", why);
+}
+
 /* torch's mkdtemp(prefix=run_id + "_"): eight random characters. */
 static int
-make_run_dir(struct supervisor *sv, const char *base)
+make_run_dir(struct supervisor *sv)
 {
 	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
-	char rnd[9];
+	char rnd[9], name[NAME_MAX + 1];
+	struct stat st;
 	int tries, i;
 
 	for (tries = 0; tries < 100; tries++) {
 		for (i = 0; i < 8; i++)
 			rnd[i] = set[arc4random_uniform(sizeof(set) - 1)];
 		rnd[8] = '\0';
-		if (pathf(sv->run_dir, sizeof(sv->run_dir), "%s/%s_%s", base,
-		    sv->cfg->run_id, rnd) == -1)
+		if (pathf(name, sizeof(name), "%s_%s", sv->cfg->run_id,
+		    rnd) == -1 || pathf(sv->run_dir, sizeof(sv->run_dir),
+		    "%s/%s", sv->log_base, name) == -1)
 			break;
-		if (mkdir(sv->run_dir, 0700) == 0)
-			return 0;
+		if (mkdirat(sv->logfd, name, 0700) == 0) {
+			sv->runfd = openat(sv->logfd, name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sv->runfd == -1)
+				break;
+			/* Ours, unless swapped in a non-sticky base of ours. */
+			if (fstat(sv->runfd, &st) == 0 &&
+			    st.st_uid == geteuid())
+				return 0;
+			close(sv->runfd);
+			sv->runfd = -1;
+			errno = EPERM;
+			break;
+		}
 		if (errno != EEXIST)
 			break;
 	}
-	warn_sys("unable to create a run directory in %s", base);
+	warn_sys("unable to create a run directory in %s", sv->log_base);
 	sv->run_dir[0] = '\0';
 	return -1;
 }
@@ -94,41 +141,28 @@ make_run_dir(struct supervisor *sv, const char *base)
 static int
 prepare_attempt_dir(struct supervisor *sv)
 {
-	char path[PATH_MAX];
+	char name[32], sub[16];
 	unsigned i;
 
-	if (sv->run_dir[0] == '\0') {
-		char base[PATH_MAX], abs[PATH_MAX];
-
-		if (sv->cfg->log_dir[0] != '\0')
-			strlcpy(base, sv->cfg->log_dir, sizeof(base));
-		else
-			pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
-			    ESV_DEFAULT_LOG_DIR);
-		if (mkdir_p(base, 0755) == -1) {
-			warn_sys("unable to create %s", base);
-			return -1;
-		}
-		/* Others read these paths, from other working directories. */
-		if (realpath(base, abs) == NULL) {
-			warn_sys("unable to resolve %s", base);
-			return -1;
-		}
-		if (make_run_dir(sv, abs) == -1)
-			return -1;
-	}
+	if (sv->runfd == -1 && make_run_dir(sv) == -1)
+		return -1;
+	if (sv->attemptfd != -1)
+		close(sv->attemptfd);
 	/* As torch: a restart that keeps the count reuses the directory. */
-	pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/attempt_%u",
-	    sv->run_dir, sv->restart_count);
-	if (remove_tree(sv->attempt_dir) == -1 ||
-	    mkdir(sv->attempt_dir, 0755) == -1) {
+	snprintf(name, sizeof(name), "attempt_%u", sv->restart_count);
+	pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/%s", sv->run_dir,
+	    name);
+	if (remove_tree_at(sv->runfd, name) == -1 ||
+	    mkdirat(sv->runfd, name, 0755) == -1 ||
+	    (sv->attemptfd = openat(sv->runfd, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		warn_sys("unable to create %s", sv->attempt_dir);
 		return -1;
 	}
 	for (i = 0; i < sv->nworkers; i++) {
-		pathf(path, sizeof(path), "%s/%u", sv->attempt_dir, i);
-		if (mkdir(path, 0755) == -1) {
-			warn_sys("unable to create %s", path);
+		snprintf(sub, sizeof(sub), "%u", i);
+		if (mkdirat(sv->attemptfd, sub, 0755) == -1) {
+			warn_sys("unable to create %s/%s", sv->attempt_dir, sub);
 			return -1;
 		}
 	}
@@ -708,7 +742,7 @@ static void
 record_failure(struct supervisor *sv, struct worker *wk)
 {
 	struct worker_failure *nf;
-	char path[PATH_MAX];
+	char path[PATH_MAX], rel[32];
 
 	nf = reallocarray(sv->failures, sv->nfailures + 1, sizeof(*nf));
 	if (nf == NULL) {
@@ -718,9 +752,11 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	sv->failures = nf;
 	pathf(path, sizeof(path), "%s/%u/error.json", sv->attempt_dir,
 	    wk->local_rank);
-	if (failure_init(&nf[sv->nfailures], wk->local_rank,
+	snprintf(rel, sizeof(rel), "%u/error.json", wk->local_rank);
+	if (failure_init_at(&nf[sv->nfailures], wk->local_rank,
 	    sv->round.ranks.base_rank + wk->local_rank, wk->last_pid,
-	    wk->exitcode, path, (time_t)wk->exited) == -1)
+	    wk->exitcode, sv->attemptfd, sv->attemptfd != -1 ? rel : NULL,
+	    O_NOFOLLOW, path, (time_t)wk->exited) == -1)
 		return;
 	/* torch's generic hint would hide the one thing the user needs. */
 	if (wk->exec_errno != 0) {

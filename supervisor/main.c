@@ -294,6 +294,7 @@ main(int argc, char **argv)
 	sv.job_name = cfg.argv[0];
 
 	open_control_dir(&sv);
+	logs_setup(&sv);
 	setup_loop(&sv);
 	setup_rendezvous(&sv);
 	watchdog_setup(&sv);

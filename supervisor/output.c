@@ -112,15 +112,15 @@ stream_readable(struct watch *w, uint32_t events)
 static int
 open_log(struct supervisor *sv, struct worker *wk, const char *name)
 {
-	char path[PATH_MAX];
+	char rel[64];
 	int fd;
 
-	pathf(path, sizeof(path), "%s/%u/%s", sv->attempt_dir,
-	    wk->local_rank, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-	    0644);
+	/* By the attempt's fd: nobody's symlink is written through. */
+	snprintf(rel, sizeof(rel), "%u/%s", wk->local_rank, name);
+	fd = openat(sv->attemptfd, rel, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd == -1)
-		warn_sys("unable to open %s", path);
+		warn_sys("unable to open %s/%s", sv->attempt_dir, rel);
 	return fd;
 }
 

@@ -197,14 +197,16 @@ void
 report_worker(struct supervisor *sv, struct worker *wk)
 {
 	struct kvbuf kb = { 0 };
-	char dir[64], path[128], err[PATH_MAX];
+	char dir[64], path[128], err[PATH_MAX], rel[32];
 	bool gone = wk->pid == 0;
 
 	if (worker_dir(wk, dir, sizeof(dir)) == -1)
 		return;
 	pathf(err, sizeof(err), "%s/%u/error.json", sv->attempt_dir,
 	    wk->local_rank);
-	if (access(err, F_OK) != 0)
+	snprintf(rel, sizeof(rel), "%u/error.json", wk->local_rank);
+	if (sv->attemptfd == -1 || faccessat(sv->attemptfd, rel, F_OK,
+	    AT_SYMLINK_NOFOLLOW) != 0)
 		err[0] = '\0';
 	kv_add(&kb, "state", worker_state_names[wk->state]);
 	kv_addf(&kb, "local_rank", "%u", wk->local_rank);
@@ -235,14 +237,20 @@ report_worker(struct supervisor *sv, struct worker *wk)
 		warn_sys("unable to write %s/%s", sv->cfg->jobdir, path);
 	kv_free(&kb);
 
-	/* The worker's own error file, next to its state. */
+	/*
+	 * The worker's own error file, next to its state: read by the
+	 * attempt's fd, never through a symlink, and kept private, as a
+	 * traceback may show secrets.
+	 */
 	pathf(path, sizeof(path), "%s/error.json", dir);
 	if (err[0] != '\0' && gone) {
 		size_t len;
-		char *text = read_text(err, 16 * 1024 * 1024, &len);
+		char *text = read_text_at(sv->attemptfd, rel, O_NOFOLLOW,
+		    16 * 1024 * 1024, &len);
 
-		if (text != NULL)
-			write_at(sv, path, text, len);
+		if (text != NULL && atomic_write_at(sv->jobfd, path, text, len,
+		    0600) == -1)
+			warn_sys("unable to write %s/%s", sv->cfg->jobdir, path);
 		free(text);
 	} else if (!gone)
 		unlinkat(sv->jobfd, path, 0);
@@ -265,7 +273,8 @@ write_env_file(struct supervisor *sv, int dfd, const char *dir,
 	vl = strlen(eq + 1);
 	iov[0] = (struct iovec){ (void *)(eq + 1), vl };
 	iov[1] = (struct iovec){ "\n", 1 };	/* envdir: the first line */
-	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
 	if (fd == -1 || writev(fd, iov, 2) != (ssize_t)vl + 1)
 		warn_sys("unable to write %s/%s/%s", sv->cfg->jobdir, dir, name);
 	if (fd != -1)
@@ -281,7 +290,7 @@ int
 report_env(struct supervisor *sv, struct worker *wk, char **own,
     bool (*stop)(struct supervisor *))
 {
-	char dir[64], tmp[80], cur[80], path[PATH_MAX];
+	char dir[64], tmp[80], cur[80];
 	size_t i;
 	int dfd;
 
@@ -289,12 +298,11 @@ report_env(struct supervisor *sv, struct worker *wk, char **own,
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/env.new", dir);
 	snprintf(cur, sizeof(cur), "%s/env", dir);
-	if (pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, tmp) == -1)
-		return 0;
-	remove_tree(path);
-	if (mkdirat(sv->jobfd, tmp, 0755) == -1 ||
+	remove_tree_at(sv->jobfd, tmp);
+	/* job.ini's [env] may hold secrets: for our user only. */
+	if (mkdirat(sv->jobfd, tmp, 0700) == -1 ||
 	    (dfd = openat(sv->jobfd, tmp, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1) {
+	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		warn_sys("unable to create %s/%s", sv->cfg->jobdir, tmp);
 		return 0;
 	}
@@ -307,7 +315,7 @@ report_env(struct supervisor *sv, struct worker *wk, char **own,
 	}
 	close(dfd);
 	if (renameat2(sv->jobfd, tmp, sv->jobfd, cur, RENAME_EXCHANGE) == 0)
-		remove_tree(path);	/* the old one, now under env.new */
+		remove_tree_at(sv->jobfd, tmp);	/* the old one, now there */
 	else if (errno != ENOENT ||
 	    renameat(sv->jobfd, tmp, sv->jobfd, cur) == -1)
 		warn_sys("unable to replace %s/%s", sv->cfg->jobdir, cur);

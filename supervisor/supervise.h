@@ -119,6 +119,9 @@ struct supervisor {
 	struct worker_failure	*failures;
 	size_t			 nfailures;
 
+	/* The log base, this run's and this attempt's directory: by fd. */
+	int			 logfd, runfd, attemptfd;
+	char			 log_base[PATH_MAX];
 	char			 run_dir[PATH_MAX];
 	char			 attempt_dir[PATH_MAX];
 	char			 python[PATH_MAX];
@@ -133,6 +136,7 @@ struct supervisor {
 };
 
 /* group.c */
+void	logs_setup(struct supervisor *sv);
 void	group_start(struct supervisor *sv);
 void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
 void	group_signal(struct supervisor *sv, int signo);
