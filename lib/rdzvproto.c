@@ -482,6 +482,15 @@ rdzv_token_load(const char *path, char *token, size_t len, char *err,
 		close(fd);
 		return -1;
 	}
+	/* Whoever else owns it knows the token and can play the server. */
+	if (S_ISREG(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "%s: owner uid %u, mode %04o: owned by "
+		    "another user, so esv does not trust it; chown it to uid "
+		    "%u", path, (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
 	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
 		snprintf(err, errlen, "%s: %s", path, !S_ISREG(st.st_mode) ?
 		    "not a regular file" : "readable or writable by group or "

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A JOBDIR, job.ini or supervise/ that another user owns or can write is
 # refused, and no symlink in JOBDIR is followed, by esv-supervise or by
-# esv-ctl (issue 20, part 2; esv-supervise(8), Trust).  The attacker is a
+# esv-ctl (issue 20, part 2; esv-supervise(8), Trust); so is a rendezvous
+# token file another user owns (they would know the token).  The attacker is a
 # second, unprivileged user.
 # Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_trust_jobdir.sh
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +84,16 @@ as_user ln -s "$T/ctlvictim" "$J/supervise/control"
 assert_rc 111 "$CTL" up "$J"
 assert_eq "$(cat "$T/ctlvictim")" keep "root's file behind $J/supervise/control"
 assert_grep_F "$T/err" "$J/supervise/control: not a FIFO"
+
+note "a rendezvous token file of another user"
+J=$T/token
+echo secret-secret-secret >"$T/their.token"
+chmod 600 "$T/their.token"
+chown "$TU:" "$T/their.token"
+run_sup -t 30 "$J" --rdzv-backend esv --rdzv-endpoint 127.0.0.1:1 \
+    --rdzv-conf token_file="$T/their.token" --no-python -- "${WORKER[@]}"
+refused "$T/their.token: owner uid $TUID, mode 0600: owned by another user" \
+    "$TU's token file" "chown it to uid 0$"
 
 note "a JOBDIR of ours is fine"
 J=$T/ours
