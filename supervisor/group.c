@@ -79,7 +79,6 @@ logs_setup(struct supervisor *sv)
 {
 	char base[PATH_MAX], why[1024];
 
-	sv->logfd = sv->runfd = sv->attemptfd = -1;
 	if (sv->cfg->log_dir[0] != '\0')
 		strlcpy(base, sv->cfg->log_dir, sizeof(base));
 	else

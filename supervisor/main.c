@@ -280,6 +280,7 @@ main(int argc, char **argv)
 	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;
 	sv.wd_fifo_fd = sv.wdw.fd = -1;
+	sv.logfd = sv.runfd = sv.attemptfd = -1;
 	sv.environ = environ;
 	sv.want = 'u';
 	sv.exit_code = 1;
@@ -294,12 +295,13 @@ main(int argc, char **argv)
 	sv.job_name = cfg.argv[0];
 
 	open_control_dir(&sv);
-	logs_setup(&sv);
 	setup_loop(&sv);
 	setup_rendezvous(&sv);
 	watchdog_setup(&sv);
 	healthd_setup(&sv);
 	guardian_start(&sv);
+	/* Last of the checks: a config error leaves no logs/ behind. */
+	logs_setup(&sv);
 	events_open(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",
 	    (int)getpid(), "run_id", cfg.run_id, "nproc_per_node",
