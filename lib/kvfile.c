@@ -144,10 +144,17 @@ kv_parse(char *text, struct kvlist *kl)
 int
 kv_read(const char *path, struct kvlist *kl)
 {
+	return kv_read_at(AT_FDCWD, path, kl);
+}
+
+int
+kv_read_at(int dirfd, const char *name, struct kvlist *kl)
+{
 	char *text;
 
 	memset(kl, 0, sizeof(*kl));
-	if ((text = read_text(path, KV_FILE_MAX, NULL)) == NULL)
+	if ((text = read_text_at(dirfd, name, dirfd == AT_FDCWD ? 0 :
+	    O_NOFOLLOW, KV_FILE_MAX, NULL)) == NULL)
 		return -1;
 	if (kv_parse(text, kl) == -1) {
 		free(text);

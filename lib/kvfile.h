@@ -38,6 +38,8 @@ struct kvlist {
 
 /* Read and parse path. 0, or -1/errno (ENOENT when absent). */
 int		 kv_read(const char *path, struct kvlist *kl);
+/* The same for dirfd/name, not through a symlink. */
+int		 kv_read_at(int dirfd, const char *name, struct kvlist *kl);
 int		 kv_parse(char *text, struct kvlist *kl);	/* takes text */
 const char	*kv_get(const struct kvlist *kl, const char *key);
 void		 kv_list_free(struct kvlist *kl);

@@ -80,12 +80,12 @@ on_alarm(int sig)
 static void
 kill_recorded_groups(struct supervisor *sv)
 {
-	char path[PATH_MAX], *p, *end;
+	char *p, *end;
 	struct kvlist kl;
 	long pg;
 
-	if (pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir,
-	    ESV_PGIDS) == -1 || kv_read(path, &kl) == -1)
+	/* By JOBDIR's fd: these pids are SIGKILLed. */
+	if (kv_read_at(sv->jobfd, ESV_PGIDS, &kl) == -1)
 		return;
 	for (p = kl.text; p != NULL && *p != '\0'; p = end) {
 		p += strcspn(p, "0123456789");
