@@ -98,6 +98,7 @@ int
 fifodir_listen(const char *dir, struct fifodir_listener *l)
 {
 	char tmp[PATH_MAX];
+	struct stat st, kst;
 	uint32_t r[2];
 	int e;
 
@@ -115,14 +116,33 @@ fifodir_listen(const char *dir, struct fifodir_listener *l)
 		l->path[0] = '\0';
 		return -1;
 	}
-	if ((l->fd = open(tmp, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
+	/*
+	 * The directory may be another user's (esv-ctl run by root on any
+	 * JOBDIR): between mkfifo and open, our FIFO could have been swapped
+	 * for a link to some file, which fchmod would then open to all.  Go on
+	 * only with a FIFO of ours, not reached through a link.
+	 */
+	if ((l->fd = open(tmp, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
 		goto fail;
+	if (fstat(l->fd, &st) == -1)
+		goto fail;
+	if (!S_ISFIFO(st.st_mode) || st.st_uid != geteuid()) {
+		errno = EPERM;
+		goto fail;
+	}
 	/* The umask took the write bits a supervisor of another uid needs. */
 	if (fchmod(l->fd, 0622) == -1)
 		goto fail;
 	/* Our own writer: the read end never sees EOF between events. */
-	if ((l->keep = open(tmp, O_WRONLY | O_CLOEXEC)) == -1)
+	if ((l->keep = open(tmp, O_WRONLY | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 ||
+	    fstat(l->keep, &kst) == -1)
 		goto fail;
+	if (kst.st_dev != st.st_dev || kst.st_ino != st.st_ino) {
+		errno = EPERM;
+		goto fail;
+	}
 	if (rename(tmp, l->path) == -1)
 		goto fail;
 	return 0;
