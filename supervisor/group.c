@@ -120,7 +120,7 @@ make_run_dir(struct supervisor *sv)
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sv->runfd == -1)
 				break;
-			/* Ours, unless swapped in a non-sticky base of ours. */
+			/* Nobody can swap it in a trusted base: make sure. */
 			if (fstat(sv->runfd, &st) == 0 &&
 			    st.st_uid == geteuid())
 				return 0;
