@@ -1,5 +1,5 @@
 /*
- * s6's event fifodir (reference supervision.md §2.3): each listener owns a
+ * s6's event fifodir (s6-ftrig-listen, s6-svwait): each listener owns a
  * FIFO named "ftrig1:..." in the directory; the supervisor writes one byte
  * per event into every such FIFO, never blocking.  A listener subscribes
  * before it reads the status, so it cannot miss a transition.
