@@ -37,6 +37,12 @@ static const struct family job_families[] = {
 	    "Rendezvous rounds this node took part in.", "rdzv_round" },
 	{ "esv_timers_expired_total", "counter",
 	    "Worker timers that expired in esv-watchdogd.", "timers_expired" },
+	{ "esv_events_lost_total", "counter",
+	    "Lines of events.jsonl not written (a full file system).",
+	    "events_lost" },
+	{ "esv_log_lines_lost_total", "counter",
+	    "Worker output lines the supervisor could not write to their "
+	    "log files.", "log_lines_lost" },
 	{ "esv_nodes_waiting", "gauge",
 	    "Nodes waiting at the rendezvous to join the next round.",
 	    "nodes_waiting" },

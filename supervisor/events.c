@@ -1,11 +1,15 @@
 /*
  * JOBDIR/events.jsonl: what happened, one JSON object per line, for
  * programs (the stderr lines are for people and init-system loggers).
- * Each line is one O_APPEND write, so a reader never sees half a line.
+ * Each line is one O_APPEND write, so a reader never sees half a line:
+ * a write the file system cut short (it is full) is taken back at once,
+ * and the event is counted as lost instead (events_lost in supervise/state).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -16,13 +20,69 @@
 
 #define EVENTS_FILE	"events.jsonl"
 
+/*
+ * Cut the file back to its last newline: a tail left by an earlier
+ * supervisor that died in the middle of a write is not glued to our
+ * first line.
+ */
+static void
+trim_tail(struct supervisor *sv)
+{
+	char buf[4096];
+	struct stat st;
+	off_t end;
+	ssize_t n, i;
+
+	if (fstat(sv->eventsfd, &st) == -1)
+		return;
+	for (end = st.st_size; end > 0; end -= n) {
+		n = end < (off_t)sizeof(buf) ? (ssize_t)end :
+		    (ssize_t)sizeof(buf);
+		if (pread(sv->eventsfd, buf, n, end - n) != n)
+			return;
+		for (i = n; i > 0; i--)
+			if (buf[i - 1] == '\n')
+				break;
+		if (i > 0) {
+			end -= n - i;
+			break;
+		}
+	}
+	if (end == st.st_size)
+		return;
+	warn_msg("%s/%s: its last line was cut short: removed",
+	    sv->cfg->jobdir, EVENTS_FILE);
+	if (ftruncate(sv->eventsfd, end) == -1)
+		warn_sys("unable to truncate %s/%s", sv->cfg->jobdir,
+		    EVENTS_FILE);
+}
+
 void
 events_open(struct supervisor *sv)
 {
 	sv->eventsfd = openat(sv->jobfd, EVENTS_FILE,
-	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (sv->eventsfd == -1)
 		warn_sys("unable to open %s/%s", sv->cfg->jobdir, EVENTS_FILE);
+	else
+		trim_tail(sv);
+}
+
+/*
+ * Undo the n bytes (maybe 0) that a failed append left.  With O_APPEND
+ * they are the file's last n bytes: we are its only writer.
+ */
+static void
+take_back(struct supervisor *sv, size_t n)
+{
+	struct stat st;
+
+	if (n == 0)
+		return;
+	if (fstat(sv->eventsfd, &st) == -1 || (size_t)st.st_size < n ||
+	    ftruncate(sv->eventsfd, st.st_size - n) == -1)
+		warn_sys("unable to take back a partial line of %s/%s",
+		    sv->cfg->jobdir, EVENTS_FILE);
 }
 
 /* Takes a reference to fields (may be NULL). */
@@ -31,7 +91,10 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 {
 	json_t *ev;
 	char *line;
-	size_t len;
+	size_t len, off;
+	ssize_t w;
+	unsigned lost;
+	int e;
 
 	if (sv->eventsfd == -1) {
 		json_decref(fields);
@@ -49,8 +112,33 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 		return;
 	len = strlen(line);
 	line[len] = '\n';	/* json_dumps left room: its NUL */
-	if (write(sv->eventsfd, line, len + 1) != (ssize_t)len + 1)
-		warn_sys("unable to append to %s/%s", sv->cfg->jobdir,
-		    EVENTS_FILE);
+	/* After a short write, the next one says why (or completes it). */
+	for (off = 0; off < len + 1; off += w)
+		if ((w = write(sv->eventsfd, line + off, len + 1 - off)) == -1) {
+			if (errno != EINTR)
+				break;
+			w = 0;
+		}
+	e = errno;
 	free(line);
+	if (off == len + 1) {
+		if (!sv->events_failing)
+			return;
+		/* Said once per episode, at its end, in the file too. */
+		sv->events_failing = false;
+		lost = sv->events_lost - sv->events_lost_said;
+		sv->events_lost_said = sv->events_lost;
+		info_msg("appending to %s/%s again: %u event%s lost",
+		    sv->cfg->jobdir, EVENTS_FILE, lost, lost == 1 ? "" : "s");
+		events_log(sv, "events.lost", json_pack("{si}", "lost",
+		    (int)lost));
+		return;
+	}
+	take_back(sv, off);
+	sv->events_lost++;
+	if (sv->events_failing)
+		return;
+	sv->events_failing = true;
+	warn_msg("unable to append to %s/%s: %s: events are lost until "
+	    "it works again", sv->cfg->jobdir, EVENTS_FILE, strerror(e));
 }

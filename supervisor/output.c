@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -44,16 +45,57 @@ write_all(int fd, struct iovec *iov, int n)
 	}
 }
 
+/*
+ * One whole line to a log file, or none: what a full file system cut
+ * short is taken back (we are the file's only writer, and it is
+ * O_APPEND), and the line is counted as lost.  Said once per episode.
+ */
+static void
+log_line(struct stream *s, const char *line, size_t len)
+{
+	struct supervisor *sv = s->sv;
+	struct stat st;
+	size_t off;
+	ssize_t w;
+	unsigned lost;
+
+	for (off = 0; off < len; off += w)
+		if ((w = write(s->file, line + off, len - off)) == -1) {
+			if (errno != EINTR)
+				break;
+			w = 0;
+		}
+	if (off == len) {
+		if (sv->logs_failing) {
+			sv->logs_failing = false;
+			lost = sv->log_lines_lost - sv->log_lines_lost_said;
+			sv->log_lines_lost_said = sv->log_lines_lost;
+			info_msg("writing worker logs again: %u line%s lost",
+			    lost, lost == 1 ? "" : "s");
+		}
+		return;
+	}
+	if (off > 0 && (fstat(s->file, &st) == -1 ||
+	    (size_t)st.st_size < off ||
+	    ftruncate(s->file, st.st_size - off) == -1))
+		warn_sys("worker %u: unable to take back a partial log line",
+		    s->wk->local_rank);
+	sv->log_lines_lost++;
+	if (!sv->logs_failing) {
+		sv->logs_failing = true;
+		warn_sys("worker %u: unable to write its log: lines are lost "
+		    "until it works again", s->wk->local_rank);
+	}
+}
+
 static void
 emit_line(void *ctx, const char *line, size_t len)
 {
 	struct stream *s = ctx;
 	struct iovec iov[2];
 
-	if (s->file != -1) {
-		iov[0] = (struct iovec){ (void *)line, len };
-		write_all(s->file, iov, 1);
-	}
+	if (s->file != -1)
+		log_line(s, line, len);
 	if (s->console == -1)
 		return;
 	iov[0] = (struct iovec){ s->wk->prefix, s->prefixed ?

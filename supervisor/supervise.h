@@ -59,6 +59,11 @@ struct supervisor {
 	int			 ctlfd, ctlkeepfd, okfd;
 	int			 guardianfd;
 	int			 eventsfd;	/* JOBDIR/events.jsonl */
+	/* Lines not written for want of space (events.c, output.c). */
+	unsigned		 events_lost, events_lost_said;
+	bool			 events_failing;	/* the last append failed */
+	unsigned		 log_lines_lost, log_lines_lost_said;
+	bool			 logs_failing;
 	pid_t			 guardian_pid;
 
 	/* esv-watchdogd (watchdog.c), when file timers are on. */
