@@ -38,7 +38,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: esv-healthd [-v] --listen ADDR:PORT [--timeout "
-	    "DURATION] [--supervisor-fd N] JOBDIR\n"
+	    "DURATION] [--status-paths] [--supervisor-fd N] JOBDIR\n"
 	    "       esv-healthd --help | --version\n");
 }
 
@@ -195,6 +195,7 @@ main(int argc, char *argv[])
 		{ "listen", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "supervisor-fd", required_argument, NULL, 's' },
+		{ "status-paths", no_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -202,7 +203,7 @@ main(int argc, char *argv[])
 	};
 	const char *listen = NULL;
 	long long timeout_ms = 60000;
-	bool verbose = false;
+	bool verbose = false, paths = false;
 	int ch, supfd = -1;
 
 	while ((ch = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
@@ -218,6 +219,9 @@ main(int argc, char *argv[])
 			break;
 		case 's':
 			supfd = fd_arg(optarg);
+			break;
+		case 'p':
+			paths = true;
 			break;
 		case 'v':
 			verbose = true;
@@ -238,6 +242,7 @@ main(int argc, char *argv[])
 		return ESV_EXIT_USAGE;
 	}
 	view_init(&g.v, &g.lp, argv[optind], timeout_ms / 1000.0);
+	g.v.status_paths = paths;
 	setup(listen, supfd, verbose);
 	run();
 	http_stop(g.http);

@@ -24,6 +24,8 @@ struct view {
 	double		 timeout;	/* seconds without progress: unhealthy */
 	double		 started;	/* wall: progress before any report */
 	bool		 supervisor_gone;	/* our parent's fd hung up */
+	bool		 status_paths;	/* --status-paths: keep them in /status */
+	char		 wd_sock[108];	/* the watchdog's socket, or "" */
 	struct ratelim	 warnrl;
 
 	json_t		*st;		/* jobstatus_load_files, or NULL */

@@ -51,19 +51,58 @@ forget_bodies(struct view *v)
 	v->metrics = NULL;
 }
 
+/*
+ * The job's file system layout is nobody's business on the network: the
+ * keys of the status object (jobstatus.h) that name files and sockets.
+ */
+static const char *const job_path_keys[] = { "attempt_dir",
+	"watchdog_socket", NULL };
+static const char *const worker_path_keys[] = { "error_file", NULL };
+
+static void
+del_keys(json_t *o, const char *const *keys)
+{
+	for (; *keys != NULL; keys++)
+		(void)json_object_del(o, *keys);
+}
+
+static void
+hide_paths(json_t *st)
+{
+	json_t *w;
+	size_t i;
+
+	(void)json_object_del(st, "jobdir");
+	del_keys(json_object_get(st, "job"), job_path_keys);
+	json_array_foreach(json_object_get(st, "workers"), i, w)
+		del_keys(w, worker_path_keys);
+}
+
 static void
 refresh(struct view *v)
 {
 	long long now = mono_ms();
+	const char *sock;
 
 	if (now - v->loaded_ms < VIEW_TTL_MS)
 		return;
 	v->loaded_ms = now;
 	json_decref(v->st);
 	forget_bodies(v);
-	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL &&
-	    ratelim_allow(&v->warnrl))
-		warn_sys("%s: unable to read the job's state", v->jobdir);
+	v->wd_sock[0] = '\0';
+	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL) {
+		if (ratelim_allow(&v->warnrl))
+			warn_sys("%s: unable to read the job's state",
+			    v->jobdir);
+		return;
+	}
+	/* Taken before the paths go: we still ask the watchdog. */
+	if ((sock = jobstatus_watchdog_socket(v->st)) != NULL &&
+	    strlcpy(v->wd_sock, sock, sizeof(v->wd_sock)) >=
+	    sizeof(v->wd_sock))
+		v->wd_sock[0] = '\0';
+	if (!v->status_paths)
+		hide_paths(v->st);
 }
 
 static bool
@@ -157,8 +196,6 @@ wdq_read(struct watch *w, uint32_t events)
 long long
 view_tick(struct view *v, long long now)
 {
-	const char *sock;
-
 	if (v->wdq.fd != -1) {
 		if (now < v->wdq_deadline)
 			return v->wdq_deadline;
@@ -167,9 +204,8 @@ view_tick(struct view *v, long long now)
 	refresh(v);
 	/* Our ticks are frequent enough to say a burst's count in time. */
 	(void)ratelim_tick(&v->warnrl, now, LLONG_MAX);
-	if (supervisor_up(v) && (sock = jobstatus_watchdog_socket(v->st)) !=
-	    NULL)
-		wdq_start(v, sock, now);
+	if (supervisor_up(v) && v->wd_sock[0] != '\0')
+		wdq_start(v, v->wd_sock, now);
 	return now + WD_EVERY_MS;
 }
 
@@ -182,7 +218,7 @@ view_tick(struct view *v, long long now)
 static double
 last_progress(const struct view *v, double now)
 {
-	if (jobstatus_watchdog_socket(v->st) == NULL)
+	if (v->wd_sock[0] == '\0')
 		return now;
 	return v->have_wd ? v->wd.last_progress : v->started;
 }
@@ -232,7 +268,7 @@ view_status(struct view *v, size_t *len)
 	if (v->st == NULL)
 		return NULL;
 	if (v->status == NULL) {
-		/* The same object as `esv-ctl status --json`. */
+		/* `esv-ctl status --json`'s object, paths aside. */
 		if (json_object_set_new(v->st, "watchdog",
 		    jobstatus_watchdog(v->have_wd && supervisor_up(v) ?
 		    &v->wd : NULL)) == -1 ||

@@ -145,6 +145,9 @@ static const struct option_def options[] = {
 	    K_STR, FIELD(health_address), 0, 0, NULL },
 	{ "health_timeout", "health-timeout", 0, "PET_HEALTH_TIMEOUT", NULL,
 	    K_MS, FIELD(health_timeout_ms), 0, 0, NULL },
+	{ "health_status_paths", "health-status-paths", 0,
+	    "PET_HEALTH_STATUS_PATHS", NULL, K_BOOL, FIELD(health_status_paths),
+	    0, 0, NULL },
 	{ "log_dir", "log-dir", 0, "PET_LOG_DIR", NULL, K_STR, FIELD(log_dir),
 	    0, 0, NULL },
 	{ "redirects", "redirects", 'r', "PET_REDIRECTS", NULL, K_FN,
@@ -1109,7 +1112,8 @@ config_usage(FILE *fp)
 "  --file-timer                     run esv-watchdogd for torch's FileTimerClient\n"
 "  --timer-file PATH                its FIFO (JOBDIR/supervise/timer.fifo)\n"
 "  --health-port PORT               run esv-healthd on PORT (0: any free one)\n"
-"  --health-address ADDR            its address (all interfaces)\n"
+"  --health-address ADDR            its address (127.0.0.1; *: all)\n"
+"  --health-status-paths            show file paths in its /status\n"
 "  --health-timeout DURATION        unhealthy after no progress this long (60s)\n"
 "  --log-dir DIR                    worker logs (JOBDIR/logs)\n"
 "  -r, --redirects SPEC             0..3 or LOCAL_RANK:0..3,... (0)\n"

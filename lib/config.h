@@ -64,7 +64,8 @@ struct job_config {
 	 * a bad value is no error (torch logs it), health_error says it. */
 	int	 health_port;
 	char	 health_error[320];
-	char	 health_address[256];	/* "" = every interface */
+	char	 health_address[256];	/* "": 127.0.0.1; "*": every one */
+	bool	 health_status_paths;	/* file paths in /status */
 	unsigned health_timeout_ms;
 
 	char	 log_dir[PATH_MAX];	/* "" means JOBDIR/logs */

@@ -29,9 +29,14 @@ hd_spawn(struct supervisor *sv)
 {
 	char timeout[32];
 	char *argv[] = { NULL, "--listen", sv->hd_listen, "--timeout", timeout,
-	    "--supervisor-fd", "3", sv->cfg->jobdir, NULL };
+	    "--supervisor-fd", "3", sv->cfg->jobdir, NULL, NULL };
 
 	snprintf(timeout, sizeof(timeout), "%ums", sv->cfg->health_timeout_ms);
+	if (sv->cfg->health_status_paths) {
+		/* Options first: JOBDIR moves to the end. */
+		argv[7] = "--status-paths";
+		argv[8] = sv->cfg->jobdir;
+	}
 	if (helper_spawn(sv, "esv-healthd", "healthd", "ESV_HEALTHD", argv,
 	    true, &sv->hd_pid, &sv->hdw, hd_read) == -1)
 		return;
@@ -56,7 +61,7 @@ healthd_setup(struct supervisor *sv)
 	if (cfg->health_port < 0)
 		return;
 	snprintf(sv->hd_listen, sizeof(sv->hd_listen), "%s%s%s:%d",
-	    v6 ? "[" : "", *addr != '\0' ? addr : "*", v6 ? "]" : "",
+	    v6 ? "[" : "", *addr != '\0' ? addr : "127.0.0.1", v6 ? "]" : "",
 	    cfg->health_port);
 	sv->hd_timer = (struct watch){ .fn = healthd_timer, .ctx = sv };
 	if ((sv->hd_timer.fd = timer_open()) == -1 ||

@@ -1,0 +1,86 @@
+#!/bin/bash
+# What esv-healthd shows, and to whom (issue 20.6): by default it listens
+# on 127.0.0.1 only, and /status leaves out the job's file and socket
+# paths (JOBDIR, the attempt directory, error files, the watchdog's
+# socket); --health-status-paths puts them back, and /status is then
+# exactly `esv-ctl status --json`.
+. "$(dirname "$0")/lib.sh"
+esv_setup 90
+HD=${ESV_HEALTHD:-$ESV_BIN_DIR/../healthd/esv-healthd}
+[ -x "$HD" ] || skip "$HD is not built"
+command -v curl >/dev/null || skip "no curl"
+
+# health_where JOBDIR: wait until its esv-healthd listens; print where.
+health_where()
+{
+	local job=$1
+	wait_for -t 10 eval '[ -n "$(kv "$job/supervise/state" health_listen)" ]' ||
+	    fail "no health server for $job: $(cat "$job.err")"
+	kv "$job/supervise/state" health_listen
+}
+# A worker that leaves an error file, so that error_file is set.
+cat >"$T/w.sh" <<'EOS'
+#!/bin/sh
+echo '{"message": "x"}' >"$TORCHELASTIC_ERROR_FILE"
+[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit 3
+exec sleep 30
+EOS
+chmod +x "$T/w.sh"
+
+note "default: 127.0.0.1, no paths in /status"
+start_sup "$T/def" --health-port 0 --file-timer --max-restarts 1 \
+    --no-python -- "$T/w.sh"
+where=$(health_where "$T/def")
+[[ $where == 127.0.0.1:* ]] || fail "listens on $where by default"
+wait_for -t 10 eval '[ "$(kv "$T/def/supervise/state" restart_count)" = 1 ] &&
+    [ "$(kv "$T/def/workers/0/state" state)" = running ]' ||
+    fail "no restart: $(cat "$T/def.err")"
+sleep 0.3	# past esv-healthd's 100 ms cache
+curl -s -m 5 -o "$T/def.json" "http://$where/status" ||
+    fail "GET /status failed"
+ctl status --json "$T/def" >"$T/def.ctl"
+"$PY" - "$T/def.json" "$T/def.ctl" "$T" <<'EOS' || fail "/status shows paths: $(cat "$T/def.json")"
+import json, sys
+http, ctl = (json.load(open(p)) for p in sys.argv[1:3])
+# The paths are there to hide: esv-ctl (local, by file) shows them.
+assert ctl["job"]["attempt_dir"] and ctl["job"]["watchdog_socket"], ctl
+assert ctl["workers"][0]["error_file"], ctl["workers"]
+assert "jobdir" not in http, http.keys()
+for k in ("attempt_dir", "watchdog_socket"):
+    assert k not in http["job"], k
+for w in http["workers"]:
+    assert "error_file" not in w, w
+assert sys.argv[3] not in open(sys.argv[1]).read(), "a path of the job"
+assert http["job"]["restart_count"] == 1 and http["workers"][0]["pid"] > 0
+EOS
+stop_sup
+
+note "--health-status-paths: /status is esv-ctl status --json"
+start_sup "$T/paths" --health-port 0 --health-status-paths \
+    --max-restarts 1 --no-python -- "$T/w.sh"
+where=$(health_where "$T/paths")
+wait_for -t 10 eval '[ "$(kv "$T/paths/supervise/state" restart_count)" = 1 ] &&
+    [ "$(kv "$T/paths/workers/0/state" state)" = running ]' ||
+    fail "no restart: $(cat "$T/paths.err")"
+sleep 0.3
+curl -s -m 5 -o "$T/paths.json" "http://$where/status" ||
+    fail "GET /status failed"
+ctl status --json "$T/paths" >"$T/paths.ctl"
+"$PY" - "$T/paths.json" "$T/paths.ctl" <<'EOS' || fail "/status and esv-ctl differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a == b, (a, b)
+assert a["jobdir"] and a["job"]["attempt_dir"], a
+EOS
+stop_sup
+
+note "--health-address '*': every interface"
+start_sup "$T/all" --health-port 0 --health-address '*' --no-python \
+    -- sleep 30
+where=$(health_where "$T/all")
+[[ $where == 0.0.0.0:* || $where == \[::\]:* ]] ||
+    fail "--health-address '*' listens on $where"
+curl -s -m 5 -o /dev/null "http://127.0.0.1:${where##*:}/healthz" ||
+    fail "not reachable on 127.0.0.1"
+stop_sup
+exit 0
