@@ -57,6 +57,65 @@ wdchan_pids(const pid_t *pids, size_t n)
 	return dump_line(json_pack("{s:o}", "pids", a));
 }
 
+/* One sendmsg of len bytes with n fds (n may be 0); what was sent. */
+static ssize_t
+send_fds(int sock, const char *buf, size_t len, const int *fds, size_t n)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(WDCHAN_FDS_MAX * sizeof(int))];
+	} cm;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (n > 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+int
+wdchan_send_pids(int sock, const pid_t *pids, const int *pidfds, size_t n)
+{
+	char *line;
+	size_t len, off = 0, k;
+	ssize_t w;
+	int e = 0;
+
+	if ((line = wdchan_pids(pids, n)) == NULL)
+		return -1;
+	len = strlen(line);	/* > n: a digit and a comma or bracket each */
+	/* One byte per full batch of fds, the rest of the line with the last. */
+	while (e == 0 && off < len) {
+		k = n > WDCHAN_FDS_MAX ? WDCHAN_FDS_MAX : n;
+		w = send_fds(sock, line + off, n > WDCHAN_FDS_MAX ? 1 :
+		    len - off, pidfds, k);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1) {
+			e = errno;
+			break;
+		}
+		off += w;
+		pidfds += k;
+		n -= k;
+	}
+	free(line);
+	if (e != 0) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 char *
 wdchan_expired(const struct wd_expired *e)
 {

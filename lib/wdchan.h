@@ -5,7 +5,15 @@
  *   control (a socketpair: fd 3 of the watchdog, kept by esv-supervise)
  *     supervisor -> watchdog	{"pids": [123, 124]}
  *				the current workers; replaces the last list;
- *				timers of pids no longer listed are dropped
+ *				timers of pids no longer listed are dropped.
+ *				The line carries one pidfd per pid, in the
+ *				same order, as SCM_RIGHTS ancillary data
+ *				(at most WDCHAN_FDS_MAX per sendmsg: the
+ *				first chunks are one byte of the line each,
+ *				the last one the rest); a pidfd belongs to
+ *				the line that holds the last byte of the read
+ *				that brought it.  The watchdog signals a
+ *				worker only through its pidfd.
  *     watchdog -> supervisor	{"expired": {"pid": 123, "scope": "step",
  *				 "signal": 9, "deadline": 1796.25,
  *				 "lateness_ms": 0.41, "sent": true}}
@@ -31,6 +39,7 @@
 
 #define WDCHAN_LINE_MAX		65536	/* a pids line of 4096 workers fits */
 #define WDCHAN_SCOPE_MAX	256
+#define WDCHAN_FDS_MAX		250	/* pidfds per sendmsg (the kernel: 253) */
 
 struct wd_expired {
 	pid_t	pid;
@@ -49,6 +58,12 @@ struct wd_status {
 
 /* Each formatter returns a malloc'd line ending in '\n', or NULL. */
 char	*wdchan_pids(const pid_t *pids, size_t n);
+/*
+ * Send the pids line on sock with pidfds[i] the pidfd of pids[i], without
+ * blocking: 0, or -1/errno (the line may then be cut short).
+ */
+int	wdchan_send_pids(int sock, const pid_t *pids, const int *pidfds,
+	    size_t n);
 char	*wdchan_expired(const struct wd_expired *e);
 char	*wdchan_status(const struct wd_status *st);
 

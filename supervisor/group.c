@@ -21,6 +21,7 @@
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "msg.h"
+#include "pidfd.h"
 #include "sig.h"
 #include "subst.h"
 #include "supervise.h"
@@ -284,6 +285,7 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 		return -1;
 	}
 	wk->pid = wk->last_pid = wk->pgid = pid;
+	worker_pidfd(wk, pid);
 	wk->state = W_RUNNING;
 	wk->exited = 0;
 	sv->alive++;
@@ -403,6 +405,7 @@ group_launch(struct supervisor *sv)
 			sv->workers[i].local_rank = i;
 			sv->workers[i].out.file = sv->workers[i].err.file = -1;
 			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
+			sv->workers[i].pidfd = -1;
 		}
 		report_setup(sv);
 	}
@@ -506,15 +509,62 @@ group_report_step(struct supervisor *sv, bool yield)
 	report_event(sv, ESV_EVENT_UP);
 }
 
-/* Send signo to every process group of the attempt, live or not. */
+/*
+ * The worker's pidfd, taken while it is our unreaped child: it is that
+ * process, whatever happens to its pid later.
+ */
+void
+worker_pidfd(struct worker *wk, pid_t pid)
+{
+	if (wk->pidfd != -1)
+		close(wk->pidfd);
+	if ((wk->pidfd = esv_pidfd_open(pid)) == -1)
+		warn_sys("worker %u (pid %d): no pidfd: signals go by pid "
+		    "while it is not reaped, and its timers are refused",
+		    wk->local_rank, (int)pid);
+}
+
+static void
+worker_pidfd_close(struct worker *wk)
+{
+	if (wk->pidfd != -1)
+		close(wk->pidfd);
+	wk->pidfd = -1;
+}
+
+/*
+ * Send signo to every process group of the attempt, live or not, through
+ * the leader's pidfd: a group whose id was reused after its last process
+ * was gone is never signalled.  Without the kernel's support (Linux < 6.9)
+ * killpg is safe only while the leader is our unreaped child (its pid
+ * cannot be reused then); after, what is left of its group is for the
+ * group.lock sweep and our subreaper's kill_adopted.
+ */
 void
 group_signal(struct supervisor *sv, int signo)
 {
+	static bool no_group_signal;
+	struct worker *wk;
 	unsigned i;
 
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pgid > 1)
-			killpg(sv->workers[i].pgid, signo);
+	for (i = 0; i < sv->nworkers; i++) {
+		wk = &sv->workers[i];
+		if (wk->pgid <= 1)
+			continue;
+		if (wk->pidfd != -1 && !no_group_signal) {
+			if (esv_pidfd_killpg(wk->pidfd, signo) == 0 ||
+			    errno == ESRCH)
+				continue;
+			if (errno != EINVAL) {
+				warn_sys("unable to signal worker %u's group",
+				    wk->local_rank);
+				continue;
+			}
+			no_group_signal = true;
+		}
+		if (wk->pid > 0)
+			killpg(wk->pgid, signo);
+	}
 }
 
 static void
@@ -639,6 +689,7 @@ finish_attempt(struct supervisor *sv)
 		if (sv->workers[i].pgid > 1)
 			guardian_drop(sv, sv->workers[i].pgid);
 		sv->workers[i].pgid = 0;
+		worker_pidfd_close(&sv->workers[i]);
 		output_close(sv, &sv->workers[i]);
 	}
 	guardian_flush(sv);

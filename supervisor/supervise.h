@@ -41,6 +41,7 @@ struct worker {
 	pid_t			 pid;		/* 0 once reaped */
 	pid_t			 last_pid;
 	pid_t			 pgid;
+	int			 pidfd;		/* of pid, kept until pgid is 0 */
 	int			 exitcode;	/* torch's: -signal if killed */
 	int			 exec_errno;	/* posix_spawn's error, or 0 */
 	bool			 exit_pending;	/* reaped, not yet reported */
@@ -147,6 +148,7 @@ void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
 void	group_signal(struct supervisor *sv, int signo);
 /* No worker runs: leave the round or the backoff, and be down. */
 void	group_go_down(struct supervisor *sv);
+void	worker_pidfd(struct worker *wk, pid_t pid);
 void	group_reap(struct supervisor *sv);
 void	flush_exits(struct supervisor *sv);
 void	group_timer(struct supervisor *sv);

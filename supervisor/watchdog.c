@@ -87,27 +87,30 @@ watchdog_setup(struct supervisor *sv)
 	wd_spawn(sv);
 }
 
-/* The current workers, so that no other pid is ever signalled. */
+/*
+ * The current workers, each with its pidfd, so that no other process is
+ * ever signalled: a pidfd is taken before the worker can be reaped, so it
+ * is the worker even if the watchdog uses it after its pid was reused.
+ * A worker without one is not listed: its timers are refused.
+ */
 void
 watchdog_pids(struct supervisor *sv)
 {
 	pid_t pids[ESV_MAX_NPROC];
+	int fds[ESV_MAX_NPROC];
 	size_t n = 0;
 	unsigned i;
-	char *line;
 
 	if (sv->wdw.fd == -1)
 		return;
 	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pid > 0)
-			pids[n++] = sv->workers[i].pid;
-	if ((line = wdchan_pids(pids, n)) == NULL)
-		return;
+		if (sv->workers[i].pid > 0 && sv->workers[i].pidfd != -1) {
+			pids[n] = sv->workers[i].pid;
+			fds[n++] = sv->workers[i].pidfd;
+		}
 	/* A few bytes per pid: the socket buffer takes thousands. */
-	if (send(sv->wdw.fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT) ==
-	    -1)
+	if (wdchan_send_pids(sv->wdw.fd, pids, fds, n) == -1)
 		warn_sys("unable to tell the watchdog the workers");
-	free(line);
 }
 
 static void

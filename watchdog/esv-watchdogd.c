@@ -4,7 +4,9 @@
  * timer not released by its deadline gets its worker signalled.  Unlike
  * torch's FileTimerServer it signals only the workers esv-supervise names
  * on the control channel, and it sleeps until the next deadline instead of
- * polling.
+ * polling.  It signals them through the pidfds the supervisor sends with
+ * the list (wdchan.h), never by pid: a worker reaped just before its timer
+ * fires leaves a dead pidfd, not a pid that another process may have.
  */
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -32,6 +34,7 @@
 
 #include "loop.h"
 #include "msg.h"
+#include "pidfd.h"
 #include "ratelim.h"
 #include "request.h"
 #include "sig.h"
@@ -46,6 +49,7 @@
 #define QUERY_MS	1000	/* for a query client to send its line */
 #define QUERY_LINE	64
 #define DEADLINE_MAX	1e11	/* year 5138: far enough, and fits time_t */
+#define PEND_MAX	65536	/* pidfds received, not yet given to a line */
 
 struct query {
 	struct watch		w;
@@ -69,11 +73,20 @@ static struct {
 	double		 timer_dl;
 
 	pid_t		*pids;		/* sorted workers */
+	int		*pidfds;	/* of pids[i], or -1 */
 	size_t		 npids;
 
 	char		*ctl_in, *ctl_out;
 	size_t		 ctl_inlen, ctl_outlen;
+	unsigned long long ctl_off;	/* stream offset of ctl_in[0] */
+	/* Received pidfds (-1: some were lost), by the read that brought them. */
+	struct pend {
+		int			 fd;
+		unsigned long long	 at;	/* offset of that read's last byte */
+	}		*pend;
+	size_t		 npend;
 	bool		 ctl_skipping, ctl_want_out;
+	bool		 no_pidfd;	/* the last send had none to use */
 	unsigned long	 ctl_dropped;
 
 	struct queryq	 queries;
@@ -206,13 +219,47 @@ replay_held(void)
 }
 
 static void
-set_workers(pid_t *pids, size_t n)
+close_fds(int *fds, size_t n)
 {
-	size_t dropped;
+	while (n > 0)
+		if (fds[--n] != -1)
+			close(fds[n]);
+}
 
-	qsort(pids, n, sizeof(*pids), pid_cmp);
+struct worker_fd {
+	pid_t	pid;
+	int	fd;
+};
+
+static int
+worker_fd_cmp(const void *a, const void *b)
+{
+	return pid_cmp(&((const struct worker_fd *)a)->pid,
+	    &((const struct worker_fd *)b)->pid);
+}
+
+/* pids[i]'s pidfd is fds[i]; both are ours now. */
+static void
+set_workers(pid_t *pids, size_t n, int *fds)
+{
+	struct worker_fd *wf;
+	size_t dropped, i;
+
+	if ((wf = calloc(n > 0 ? n : 1, sizeof(*wf))) == NULL)
+		die(ESV_EXIT_SYSTEM, "malloc");
+	for (i = 0; i < n; i++)
+		wf[i] = (struct worker_fd){ pids[i], fds[i] };
+	qsort(wf, n, sizeof(*wf), worker_fd_cmp);
+	for (i = 0; i < n; i++) {
+		pids[i] = wf[i].pid;
+		fds[i] = wf[i].fd;
+	}
+	free(wf);
+	close_fds(g.pidfds, g.npids);
+	free(g.pidfds);
 	free(g.pids);
 	g.pids = pids;
+	g.pidfds = fds;
 	g.npids = n;
 	dropped = timers_keep_pids(&g.ts, pids, n);
 	if (g.verbose || dropped > 0)
@@ -221,59 +268,128 @@ set_workers(pid_t *pids, size_t n)
 	replay_held();
 }
 
+/* A line, with the pidfds that came with it (ours to keep or close). */
 static void
-ctl_line(char *line)
+ctl_line(char *line, int *fds, size_t nfds)
 {
 	struct wd_expired e;
 	char err[256];
 	pid_t *pids;
-	size_t n;
+	int *pfds;
+	size_t n, i;
 
 	switch (wdchan_parse_control(line, &pids, &n, &e, err, sizeof(err))) {
 	case 'p':
-		set_workers(pids, n);
-		break;
+		if ((pfds = calloc(n > 0 ? n : 1, sizeof(*pfds))) == NULL)
+			die(ESV_EXIT_SYSTEM, "malloc");
+		for (i = 0; i < n; i++)
+			pfds[i] = nfds == n ? fds[i] : -1;
+		if (nfds != n) {
+			/* Which is whose is unknown: none is used. */
+			warn_msg("control: %zu workers with %zu pidfds: none "
+			    "of them will be signalled", n, nfds);
+			close_fds(fds, nfds);
+		}
+		set_workers(pids, n, pfds);
+		return;
 	case 'e':
 		warn_msg("control: an expired report is not for me: ignored");
 		break;
 	default:
 		warn_msg("control: %s", err);
 	}
+	close_fds(fds, nfds);
+}
+
+/* The pidfds that came with the bytes up to stream offset end, in order. */
+static int *
+take_fds(unsigned long long end, size_t *n)
+{
+	static int fds[PEND_MAX];
+	size_t i;
+
+	for (i = 0; i < g.npend && g.pend[i].at <= end; i++)
+		fds[i] = g.pend[i].fd;
+	memmove(g.pend, g.pend + i, (g.npend - i) * sizeof(*g.pend));
+	g.npend -= i;
+	*n = i;
+	return fds;
 }
 
 static void
 ctl_split(void)
 {
 	char *nl, *p = g.ctl_in;
-	size_t left = g.ctl_inlen;
+	size_t left = g.ctl_inlen, nfds;
+	int *fds;
 
 	while ((nl = memchr(p, '\n', left)) != NULL) {
 		*nl = '\0';
+		fds = take_fds(g.ctl_off + (nl - g.ctl_in), &nfds);
 		if (!g.ctl_skipping)
-			ctl_line(p);
+			ctl_line(p, fds, nfds);
+		else
+			close_fds(fds, nfds);
 		g.ctl_skipping = false;
 		left -= nl + 1 - p;
 		p = nl + 1;
 	}
+	g.ctl_off += p - g.ctl_in;
 	memmove(g.ctl_in, p, left);
 	g.ctl_inlen = left;
 	if (g.ctl_inlen == WDCHAN_LINE_MAX) {
 		warn_msg("control: line longer than %d bytes: skipped",
 		    WDCHAN_LINE_MAX);
 		g.ctl_skipping = true;
+		g.ctl_off += g.ctl_inlen;
 		g.ctl_inlen = 0;
 	}
 }
 
-/* Everything the supervisor has sent so far. */
+/* Queue the pidfds of a read whose last byte is at stream offset at. */
+static void
+pend_fds(struct msghdr *mh, unsigned long long at)
+{
+	struct cmsghdr *c;
+	size_t i, n;
+	int fd;
+
+	for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			/* Too many: dropped, so that line's count is wrong. */
+			if (g.npend < PEND_MAX)
+				g.pend[g.npend++] = (struct pend){ fd, at };
+			else
+				close(fd);
+		}
+	}
+	/* Some were dropped on the way: that line's count will be wrong. */
+	if ((mh->msg_flags & MSG_CTRUNC) && g.npend < PEND_MAX)
+		g.pend[g.npend++] = (struct pend){ -1, at };
+}
+
+/* Everything the supervisor has sent so far, and the pidfds with it. */
 static void
 ctl_drain(void)
 {
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(WDCHAN_FDS_MAX * sizeof(int))];
+	} cm;
+	struct iovec iov;
+	struct msghdr mh;
 	ssize_t n;
 
 	while (!g.quit && g.ctlw.fd != -1) {
-		n = read(g.ctlw.fd, g.ctl_in + g.ctl_inlen,
-		    WDCHAN_LINE_MAX - g.ctl_inlen);
+		iov = (struct iovec){ g.ctl_in + g.ctl_inlen,
+		    WDCHAN_LINE_MAX - g.ctl_inlen };
+		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1,
+		    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+		n = recvmsg(g.ctlw.fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -284,6 +400,8 @@ ctl_drain(void)
 			supervisor_gone();
 			return;
 		}
+		/* The kernel ends a read at the message that carries fds. */
+		pend_fds(&mh, g.ctl_off + g.ctl_inlen + n - 1);
 		g.ctl_inlen += n;
 		ctl_split();
 	}
@@ -312,14 +430,35 @@ is_worker(pid_t pid)
 	    NULL;
 }
 
+/*
+ * Through the worker's pidfd: if the worker is gone, the signal is not
+ * sent, whoever has its pid now.  --any-pid has no list, hence no
+ * pidfds: it signals by pid (for tests and trusted single-user setups).
+ */
 static bool
 op_send(void *ctx, pid_t pid, int sig)
 {
+	pid_t *p;
+	int fd;
+
 	(void)ctx;
-	if (kill(pid, sig) == 0)
+	g.no_pidfd = false;
+	if (g.ctlw.fd == -1) {
+		if (kill(pid, sig) == 0)
+			return true;
+		if (errno != ESRCH)
+			warn_sys("kill %d %s", (int)pid, sig_name(sig));
+		return false;
+	}
+	p = bsearch(&pid, g.pids, g.npids, sizeof(*g.pids), pid_cmp);
+	if (p == NULL || (fd = g.pidfds[p - g.pids]) == -1) {
+		g.no_pidfd = true;
+		return false;
+	}
+	if (esv_pidfd_kill(fd, sig) == 0)
 		return true;
 	if (errno != ESRCH)
-		warn_sys("kill %d %s", (int)pid, sig_name(sig));
+		warn_sys("pidfd of pid %d: %s", (int)pid, sig_name(sig));
 	return false;
 }
 
@@ -342,8 +481,9 @@ op_expired(void *ctx, const struct wtimer *t, bool acted, bool sent)
 	if (sent)
 		snprintf(what, sizeof(what), "sent %s", sig_name(t->signal));
 	else if (acted)
-		snprintf(what, sizeof(what), "%s not sent: no such process",
-		    sig_name(t->signal));
+		snprintf(what, sizeof(what), "%s not sent: %s",
+		    sig_name(t->signal), g.no_pidfd ?
+		    "the supervisor gave no pidfd for it" : "no such process");
 	else
 		strlcpy(what, t->signal > 0 ? "cleared" : "no signal",
 		    sizeof(what));
@@ -734,7 +874,8 @@ open_control(int fd)
 	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
 		die(ESV_EXIT_SYSTEM, "--control-fd %d", fd);
 	if ((g.ctl_in = malloc(WDCHAN_LINE_MAX)) == NULL ||
-	    (g.ctl_out = malloc(CTL_OUT_MAX)) == NULL)
+	    (g.ctl_out = malloc(CTL_OUT_MAX)) == NULL ||
+	    (g.pend = calloc(PEND_MAX, sizeof(*g.pend))) == NULL)
 		die(ESV_EXIT_SYSTEM, "malloc");
 	g.ctlw.fd = fd;
 	g.ctlw.fn = on_ctl;
@@ -788,6 +929,11 @@ run(void)
 	long long now, next;
 
 	while (!g.quit) {
+		/*
+		 * The supervisor's latest list first: a timer of a worker
+		 * that list no longer names is dropped, not fired.
+		 */
+		ctl_drain();
 		run_expiries();
 		arm_timer();
 		now = mono_ms();
