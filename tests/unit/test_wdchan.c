@@ -1,3 +1,4 @@
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -209,6 +210,84 @@ ms_now(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * A pids line with more fds than one sendmsg takes: every fd arrives, in
+ * the order of the pids, and each read's fds come with the line's bytes
+ * (the watchdog's rule: they belong to the line holding the read's last
+ * byte).  eventfds carry their index as their counter.
+ */
+static void
+test_send_pids_fds(void **state)
+{
+	enum { N = 2 * WDCHAN_FDS_MAX + 17 };
+	static pid_t pids[N];
+	static int fds[N], got[N];
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(WDCHAN_FDS_MAX * sizeof(int))];
+	} cm;
+	char line[WDCHAN_LINE_MAX], err[128];
+	struct msghdr mh;
+	struct iovec iov;
+	struct cmsghdr *c;
+	struct wd_expired e;
+	size_t len = 0, ngot = 0, n, i, k;
+	pid_t *parsed;
+	uint64_t v;
+	ssize_t r;
+	int sp[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp),
+	    0);
+	for (i = 0; i < N; i++) {
+		pids[i] = (pid_t)(1000 + i);
+		assert_true((fds[i] = eventfd(i + 1, EFD_CLOEXEC)) >= 0);
+	}
+	assert_int_equal(wdchan_send_pids(sp[0], pids, fds, N), 0);
+	/* Another line, without fds, right behind: none of its bytes own any. */
+	assert_int_equal(wdchan_send_pids(sp[0], pids, fds, 0), 0);
+	while (memchr(line, '\n', len) == NULL) {
+		iov = (struct iovec){ line + len, sizeof(line) - len };
+		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1,
+		    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+		assert_true((r = recvmsg(sp[1], &mh, MSG_CMSG_CLOEXEC)) > 0);
+		assert_false(mh.msg_flags & MSG_CTRUNC);
+		len += r;
+		for (c = CMSG_FIRSTHDR(&mh); c != NULL;
+		    c = CMSG_NXTHDR(&mh, c)) {
+			k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			/* The fds of this read: its last byte is the line's. */
+			assert_null(memchr(line, '\n', len - 1));
+			memcpy(got + ngot, CMSG_DATA(c), k * sizeof(int));
+			ngot += k;
+		}
+	}
+	assert_int_equal(ngot, N);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(read(got[i], &v, sizeof(v)), sizeof(v));
+		assert_int_equal(v, i + 1);
+		close(got[i]);
+		close(fds[i]);
+	}
+	*(char *)memchr(line, '\n', len) = '\0';
+	assert_int_equal(wdchan_parse_control(line, &parsed, &n, &e, err,
+	    sizeof(err)), 'p');
+	assert_int_equal(n, N);
+	for (i = 0; i < N; i++)
+		assert_int_equal(parsed[i], pids[i]);
+	free(parsed);
+	/* The empty list follows, with no fds. */
+	iov = (struct iovec){ line, sizeof(line) };
+	mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	assert_true((r = recvmsg(sp[1], &mh, MSG_DONTWAIT)) > 0);
+	assert_null(CMSG_FIRSTHDR(&mh));
+	assert_memory_equal(line, "{\"pids\":[]}\n", r);
+	close(sp[0]);
+	close(sp[1]);
+}
+
 static void
 test_query(void **state)
 {
@@ -268,6 +347,7 @@ main(void)
 		cmocka_unit_test(test_control_bad),
 		cmocka_unit_test(test_expired_roundtrip),
 		cmocka_unit_test(test_status_roundtrip),
+		cmocka_unit_test(test_send_pids_fds),
 		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_query_errors),
 	};
