@@ -1,10 +1,11 @@
 #!/bin/bash
 # A full file system (issue 19.5): JOBDIR and the logs on a 1 MiB tmpfs
 # that the test fills up while 4 tee'd workers fail in a loop.  Afterwards
-# every line of events.jsonl parses and the file ends in a newline; every
-# line of the workers' log files is a whole line; events_lost and
-# log_lines_lost count what was lost; appending resumes once space is
-# freed (an "events.lost" event, the counts in supervise/state).
+# every line of events.jsonl parses and the file ends in a newline (a
+# torn tail left before the start is taken off); every line of the
+# workers' log files is a whole line; events_lost and log_lines_lost
+# count what was lost; appending resumes once space is freed (an
+# "events.lost" event, the counts in supervise/state).
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
 
@@ -18,6 +19,8 @@ trap 'rc=$?; umount -l "$FS" 2>/dev/null; (exit $rc); esv_cleanup' EXIT
 
 J=$FS/job
 mkdir "$J"
+# A line cut short by an earlier supervisor's death: taken off at start.
+printf '{"event":"old"}\n{"attempt":1,"ev' >"$J/events.jsonl"
 # Not start_sup: its .out and .err would land on the full tmpfs.
 "$SUP" --no-python --nproc-per-node 4 -t 3 --max-restarts 100000 \
     --restart-delay 100ms --restart-delay-max 100ms "$J" \
@@ -27,6 +30,8 @@ SUP_PID=$!
 ESV_SUP_PIDS+=("$SUP_PID")
 
 starts() { grep -c 'started 4 workers' "$T/sup.err"; }
+wait_for -t 10 grep -q 'events.jsonl: its last line was cut short: removed' \
+    "$T/sup.err" || fail "the torn tail was not removed: $(cat "$T/sup.err")"
 wait_for -t 20 eval '[ "$(starts)" -ge 2 ]' ||
     fail "the group did not start twice: $(cat "$T/sup.err")"
 
