@@ -653,7 +653,8 @@ inherited(struct supervisor *sv, pid_t pid, bool drop)
  * Orphans the workers left (double-forked daemons, dataloaders that set
  * up their own session) were reparented to us as subreaper: kill them.
  * Not our helpers, and not what our caller started before exec'ing us
- * (`sh -c 'sidecar & exec esv-supervise ...'`).
+ * (`sh -c 'sidecar & exec esv-supervise ...'`).  By pid, no pidfd: they
+ * are our unreaped children, whose pids no one else can be given.
  */
 static void
 kill_adopted(struct supervisor *sv)

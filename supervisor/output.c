@@ -58,6 +58,7 @@ log_line(struct stream *s, const char *line, size_t len)
 	size_t off;
 	ssize_t w;
 	unsigned lost;
+	int e;
 
 	for (off = 0; off < len; off += w)
 		if ((w = write(s->file, line + off, len - off)) == -1) {
@@ -75,6 +76,7 @@ log_line(struct stream *s, const char *line, size_t len)
 		}
 		return;
 	}
+	e = errno;
 	if (off > 0 && (fstat(s->file, &st) == -1 ||
 	    (size_t)st.st_size < off ||
 	    ftruncate(s->file, st.st_size - off) == -1))
@@ -83,8 +85,9 @@ log_line(struct stream *s, const char *line, size_t len)
 	sv->log_lines_lost++;
 	if (!sv->logs_failing) {
 		sv->logs_failing = true;
-		warn_sys("worker %u: unable to write its log: lines are lost "
-		    "until it works again", s->wk->local_rank);
+		warn_msg("worker %u: unable to write its log: %s: lines are "
+		    "lost until it works again", s->wk->local_rank,
+		    strerror(e));
 	}
 }
 
