@@ -77,9 +77,11 @@ log_line(struct stream *s, const char *line, size_t len)
 		return;
 	}
 	e = errno;
+	/* The offset too, in case the file is not O_APPEND. */
 	if (off > 0 && (fstat(s->file, &st) == -1 ||
 	    (size_t)st.st_size < off ||
-	    ftruncate(s->file, st.st_size - off) == -1))
+	    ftruncate(s->file, st.st_size - off) == -1 ||
+	    lseek(s->file, st.st_size - off, SEEK_SET) == -1))
 		warn_sys("worker %u: unable to take back a partial log line",
 		    s->wk->local_rank);
 	sv->log_lines_lost++;
