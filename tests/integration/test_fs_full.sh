@@ -66,6 +66,8 @@ wait_for -t 20 eval '[ "$(kv "$J/supervise/state" events_lost)" -gt 0 ]' ||
 wait_for -t 20 eval '[ "$(kv "$J/supervise/state" log_lines_lost)" -gt 0 ]' ||
     fail "log_lines_lost: '$(kv "$J/supervise/state" log_lines_lost)'"
 assert_grep "$T/sup.err" 'appending to .*events.jsonl again: [0-9]+ events? lost'
+wait_for -t 20 grep -qE 'writing worker logs again: [0-9]+ lines? lost' \
+    "$T/sup.err" || fail "the logs were not written again: $(tail -5 "$T/sup.err")"
 stop_sup
 episodes
 note "events lost: $(kv "$J/supervise/state" events_lost)," \
