@@ -18,23 +18,24 @@ health_where()
 	    fail "no health server for $job: $(cat "$job.err")"
 	kv "$job/supervise/state" health_listen
 }
-# A worker that leaves an error file, so that error_file is set.
+# Worker 1 leaves an error file and exits 0 early (it is left alone), so
+# that its state names the file; worker 0 runs on.
 cat >"$T/w.sh" <<'EOS'
 #!/bin/sh
+[ "$LOCAL_RANK" = 0 ] && exec sleep 30
 echo '{"message": "x"}' >"$TORCHELASTIC_ERROR_FILE"
-[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit 3
-exec sleep 30
+exit 0
 EOS
 chmod +x "$T/w.sh"
 
 note "default: 127.0.0.1, no paths in /status"
-start_sup "$T/def" --health-port 0 --file-timer --max-restarts 1 \
+start_sup "$T/def" --health-port 0 --file-timer --nproc-per-node 2 \
     --no-python -- "$T/w.sh"
 where=$(health_where "$T/def")
 [[ $where == 127.0.0.1:* ]] || fail "listens on $where by default"
-wait_for -t 10 eval '[ "$(kv "$T/def/supervise/state" restart_count)" = 1 ] &&
+wait_for -t 10 eval '[ "$(kv "$T/def/workers/1/state" state)" = succeeded ] &&
     [ "$(kv "$T/def/workers/0/state" state)" = running ]' ||
-    fail "no restart: $(cat "$T/def.err")"
+    fail "workers: $(cat "$T/def.err")"
 sleep 0.3	# past esv-healthd's 100 ms cache
 curl -s -m 5 -o "$T/def.json" "http://$where/status" ||
     fail "GET /status failed"
@@ -44,24 +45,24 @@ import json, sys
 http, ctl = (json.load(open(p)) for p in sys.argv[1:3])
 # The paths are there to hide: esv-ctl (local, by file) shows them.
 assert ctl["job"]["attempt_dir"] and ctl["job"]["watchdog_socket"], ctl
-assert ctl["workers"][0]["error_file"], ctl["workers"]
+assert ctl["workers"][1]["error_file"], ctl["workers"]
 assert "jobdir" not in http, http.keys()
 for k in ("attempt_dir", "watchdog_socket"):
     assert k not in http["job"], k
 for w in http["workers"]:
     assert "error_file" not in w, w
 assert sys.argv[3] not in open(sys.argv[1]).read(), "a path of the job"
-assert http["job"]["restart_count"] == 1 and http["workers"][0]["pid"] > 0
+assert http["workers"][0]["pid"] > 0 and http["job"]["master_port"] > 0
 EOS
 stop_sup
 
 note "--health-status-paths: /status is esv-ctl status --json"
 start_sup "$T/paths" --health-port 0 --health-status-paths \
-    --max-restarts 1 --no-python -- "$T/w.sh"
+    --nproc-per-node 2 --no-python -- "$T/w.sh"
 where=$(health_where "$T/paths")
-wait_for -t 10 eval '[ "$(kv "$T/paths/supervise/state" restart_count)" = 1 ] &&
+wait_for -t 10 eval '[ "$(kv "$T/paths/workers/1/state" state)" = succeeded ] &&
     [ "$(kv "$T/paths/workers/0/state" state)" = running ]' ||
-    fail "no restart: $(cat "$T/paths.err")"
+    fail "workers: $(cat "$T/paths.err")"
 sleep 0.3
 curl -s -m 5 -o "$T/paths.json" "http://$where/status" ||
     fail "GET /status failed"
@@ -71,6 +72,7 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a == b, (a, b)
 assert a["jobdir"] and a["job"]["attempt_dir"], a
+assert a["workers"][1]["error_file"], a["workers"]
 EOS
 stop_sup
 
