@@ -238,12 +238,28 @@ worker_fd_cmp(const void *a, const void *b)
 	    &((const struct worker_fd *)b)->pid);
 }
 
+/*
+ * Is the process of pidfd b another than that of a?  Since Linux 6.9
+ * (pidfs) each process has an inode of its own; before, every pidfd
+ * has the same one, and the answer is no.
+ */
+static bool
+other_process(int a, int b)
+{
+	struct stat sa, sb;
+
+	if (a == -1 || b == -1 || fstat(a, &sa) == -1 || fstat(b, &sb) == -1)
+		return false;
+	return sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino;
+}
+
 /* pids[i]'s pidfd is fds[i]; both are ours now. */
 static void
 set_workers(pid_t *pids, size_t n, int *fds)
 {
 	struct worker_fd *wf;
-	size_t dropped, i;
+	size_t dropped, i, nkeep = 0;
+	pid_t *keep, *old;
 
 	if ((wf = calloc(n > 0 ? n : 1, sizeof(*wf))) == NULL)
 		die(ESV_EXIT_SYSTEM, "malloc");
@@ -255,13 +271,30 @@ set_workers(pid_t *pids, size_t n, int *fds)
 		fds[i] = wf[i].fd;
 	}
 	free(wf);
+	/*
+	 * A pid listed again for another process (its pid was reused):
+	 * the timers the first one armed are not the second one's.
+	 */
+	if ((keep = calloc(n > 0 ? n : 1, sizeof(*keep))) == NULL)
+		die(ESV_EXIT_SYSTEM, "malloc");
+	for (i = 0; i < n; i++) {
+		old = g.npids > 0 ? bsearch(&pids[i], g.pids, g.npids,
+		    sizeof(*g.pids), pid_cmp) : NULL;
+		if (old != NULL && other_process(g.pidfds[old - g.pids],
+		    fds[i]))
+			info_msg("control: pid %d is another process now",
+			    (int)pids[i]);
+		else
+			keep[nkeep++] = pids[i];
+	}
 	close_fds(g.pidfds, g.npids);
 	free(g.pidfds);
 	free(g.pids);
 	g.pids = pids;
 	g.pidfds = fds;
 	g.npids = n;
-	dropped = timers_keep_pids(&g.ts, pids, n);
+	dropped = timers_keep_pids(&g.ts, keep, nkeep);
+	free(keep);
 	if (g.verbose || dropped > 0)
 		info_msg("control: %zu workers; %zu timers of others dropped",
 		    n, dropped);

@@ -3,7 +3,8 @@
 # supervisor sends with its list.  A worker reaped while its timer runs,
 # whose pid a stranger then gets (forced with ns_last_pid in a private
 # pid namespace), is not signalled when the timer fires; nor is a pid
-# listed without its pidfd; the live listed worker is.
+# listed without its pidfd; nor is a pid listed again for another
+# process by an earlier process's timer; the live listed worker is.
 . "$(dirname "$0")/lib.sh"
 esv_setup 60
 WD=${ESV_WATCHDOGD:-$ESV_BIN_DIR/../watchdog/esv-watchdogd}

@@ -134,7 +134,42 @@ if e["pid"] != w.pid or e["sent"]:
 w.kill()
 w.wait()
 
-# 3. The live listed worker is signalled, through its pidfd.
+# 3. The supervisor lists a pid again, for another process (the pid was
+# reused): the timers the first process armed are dropped, not fired at
+# the second.  Only where pidfds tell processes apart (pidfs, Linux 6.9).
+w = sleeper()
+pfd = os.pidfd_open(w.pid)
+me = os.pidfd_open(os.getpid())
+pidfs = os.fstat(pfd).st_ino != os.fstat(me).st_ino
+os.close(me)
+if pidfs:
+    socket.send_fds(ctl, [b'{"pids":[%d]}\n' % w.pid], [pfd])
+    arm(w.pid, "before")
+    armed_at = time.time()
+    wait_for(lambda: status()["armed"] == 1, "the third timer")
+    before = status()["expired"]
+    pid = w.pid
+    w.kill()
+    w.wait()
+    stranger = sleeper_with_pid(pid)
+    sfd = os.pidfd_open(pid)
+    socket.send_fds(ctl, [b'{"pids":[%d]}\n' % pid], [sfd])
+    os.close(sfd)
+    wait_for(lambda: status()["armed"] == 0, "the timer to be dropped")
+    # Past the deadline: nothing expired, nobody was signalled.
+    time.sleep(max(0, armed_at + DEADLINE + 0.3 - time.time()))
+    if status()["expired"] != before or stranger.poll() is not None:
+        fail("a timer of pid %d's earlier process fired" % pid)
+    stranger.kill()
+    stranger.wait()
+    ctl.sendall(b'{"pids":[]}\n')
+else:
+    print("no pidfs: part 3 skipped", file=sys.stderr)
+    w.kill()
+    w.wait()
+os.close(pfd)
+
+# 4. The live listed worker is signalled, through its pidfd.
 w = sleeper()
 pfd = os.pidfd_open(w.pid)
 socket.send_fds(ctl, [b'{"pids":[%d]}\n' % w.pid], [pfd])
