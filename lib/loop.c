@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -13,15 +14,36 @@
 int
 loop_init(struct loop *lp)
 {
+	lp->next = lp->nbatch = 0;
 	lp->epfd = epoll_create1(EPOLL_CLOEXEC);
 	return lp->epfd == -1 ? -1 : 0;
+}
+
+/*
+ * The rest of the batch may hold events that epoll reported for w's old
+ * fd: its handler would read the new one (a fresh, empty socket: that is
+ * how a restarted helper daemon once hung the supervisor) or a freed w.
+ */
+static void
+forget(struct loop *lp, struct watch *w)
+{
+	int i;
+
+	for (i = lp->next; i < lp->nbatch; i++)
+		if (lp->batch[i].data.ptr == w)
+			lp->batch[i].data.ptr = NULL;
 }
 
 int
 loop_add(struct loop *lp, struct watch *w, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = w };
+	int fl;
 
+	forget(lp, w);
+	if ((fl = fcntl(w->fd, F_GETFL)) == -1 ||
+	    (!(fl & O_NONBLOCK) && fcntl(w->fd, F_SETFL, fl | O_NONBLOCK) == -1))
+		return -1;
 	return epoll_ctl(lp->epfd, EPOLL_CTL_ADD, w->fd, &ev);
 }
 
@@ -36,24 +58,29 @@ loop_mod(struct loop *lp, struct watch *w, uint32_t events)
 int
 loop_del(struct loop *lp, struct watch *w)
 {
+	forget(lp, w);
 	return epoll_ctl(lp->epfd, EPOLL_CTL_DEL, w->fd, NULL);
 }
 
 int
 loop_once(struct loop *lp, int timeout_ms)
 {
-	struct epoll_event evs[64];
+	struct epoll_event *ev;
 	struct watch *w;
-	int i, n;
+	int n, ran = 0;
 
-	n = epoll_wait(lp->epfd, evs, 64, timeout_ms);
+	n = epoll_wait(lp->epfd, lp->batch, LOOP_BATCH, timeout_ms);
 	if (n == -1)
 		return errno == EINTR ? 0 : -1;
-	for (i = 0; i < n; i++) {
-		w = evs[i].data.ptr;
-		w->fn(w, evs[i].events);
+	for (lp->nbatch = n, lp->next = 0; lp->next < lp->nbatch;) {
+		ev = &lp->batch[lp->next++];
+		if ((w = ev->data.ptr) == NULL)
+			continue;
+		w->fn(w, ev->events);
+		ran++;
 	}
-	return n;
+	lp->nbatch = lp->next = 0;
+	return ran;
 }
 
 int

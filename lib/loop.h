@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 
 struct watch;
 typedef void	watch_fn(struct watch *w, uint32_t events);
@@ -17,15 +18,34 @@ struct watch {
 	void		*ctx;
 };
 
+#define LOOP_BATCH	64
+
 struct loop {
-	int	epfd;
+	int			epfd;
+	/* The batch being run: loop_del and loop_add cancel what is left. */
+	struct epoll_event	batch[LOOP_BATCH];
+	int			next, nbatch;
 };
 
 int	loop_init(struct loop *lp);
+/*
+ * Watch w->fd, which is made non-blocking: an event can be stale by the
+ * time its handler runs (another handler of the batch consumed the data),
+ * and a handler must then see EAGAIN, never sleep.
+ */
 int	loop_add(struct loop *lp, struct watch *w, uint32_t events);
 int	loop_mod(struct loop *lp, struct watch *w, uint32_t events);
+/*
+ * Stop watching w; call it before closing w->fd or freeing w.  Either,
+ * or w given a new fd and added again, may happen inside a handler: what
+ * the current batch still holds for w is dropped, so w's handler never
+ * runs for an fd it no longer has.
+ */
 int	loop_del(struct loop *lp, struct watch *w);
-/* Wait for events (timeout_ms -1: forever) and run their handlers. */
+/*
+ * Wait for events (timeout_ms -1: forever) and run their handlers; the
+ * number of handlers run, or -1.
+ */
 int	loop_once(struct loop *lp, int timeout_ms);
 
 /* A CLOCK_MONOTONIC timerfd, non-blocking, close-on-exec. */

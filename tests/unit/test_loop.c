@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -244,6 +247,167 @@ test_two_watches(void **state)
 	close(lp.epfd);
 }
 
+/*
+ * A batch holds events for two watches; the first handler to run gives
+ * the other watch a new, empty fd (as a helper daemon's restart does).
+ * The other handler must not run for the old fd's event: it would read
+ * the new fd, which has nothing.
+ */
+struct swap {
+	struct loop	*lp;
+	struct watch	*other;
+	int		 newfd;		/* what the first handler gives other */
+	int		 calls;
+	int		 stale;		/* calls on a replaced fd's event */
+	bool		 swapped;	/* it was replaced in this batch */
+};
+
+static struct swap swaps[2];
+
+static void
+on_swap(struct watch *w, uint32_t events)
+{
+	struct swap *me = w->ctx, *him = me->other->ctx;
+	char c;
+
+	(void)events;
+	me->calls++;
+	if (me->swapped) {
+		me->stale++;
+		return;
+	}
+	if (read(w->fd, &c, 1) != 1)
+		me->stale++;
+	if (him->calls == 0 && !him->swapped) {
+		assert_int_equal(loop_del(me->lp, me->other), 0);
+		close(me->other->fd);
+		me->other->fd = me->newfd;
+		assert_int_equal(loop_add(me->lp, me->other, EPOLLIN), 0);
+		him->swapped = true;
+	}
+}
+
+static void
+test_replaced_fd_in_batch(void **state)
+{
+	struct watch w[2];
+	struct loop lp;
+	int sp[2][2], fresh[2][2], i, ran;
+
+	(void)state;
+	assert_int_equal(loop_init(&lp), 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]), 0);
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0,
+		    fresh[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct watch){ .fd = sp[i][0], .fn = on_swap,
+		    .ctx = &swaps[i] };
+		swaps[i] = (struct swap){ .lp = &lp, .other = &w[1 - i],
+		    .newfd = fresh[1 - i][0] };
+		assert_int_equal(loop_add(&lp, &w[i], EPOLLIN), 0);
+		assert_int_equal(write(sp[i][1], "x", 1), 1);
+	}
+	/* Both are ready before the wait: one batch holds both events. */
+	ran = loop_once(&lp, 1000);
+	assert_int_equal(ran, 1);
+	assert_int_equal(swaps[0].calls + swaps[1].calls, 1);
+	assert_int_equal(swaps[0].stale + swaps[1].stale, 0);
+
+	/* The replaced watch works on its new fd in the next batch. */
+	i = swaps[0].swapped ? 0 : 1;
+	swaps[i].swapped = false;
+	assert_int_equal(write(fresh[i][1], "y", 1), 1);
+	assert_int_equal(loop_once(&lp, 1000), 1);
+	assert_int_equal(swaps[i].calls, 1);
+	assert_int_equal(swaps[i].stale, 0);
+	close(fresh[1 - i][0]);		/* the spare of the one not replaced */
+	for (i = 0; i < 2; i++) {
+		close(w[i].fd);
+		close(sp[i][1]);
+		close(fresh[i][1]);
+	}
+	close(lp.epfd);
+}
+
+/* A handler may delete and free another watch whose event is pending. */
+struct freer {
+	struct loop	*lp;
+	struct watch	*w[2];		/* malloc'd, NULL once freed */
+	int		 calls;
+};
+
+static void
+on_free(struct watch *w, uint32_t events)
+{
+	struct freer *f = w->ctx;
+	char c;
+	int i;
+
+	(void)events;
+	f->calls++;
+	(void)!read(w->fd, &c, 1);
+	for (i = 0; i < 2; i++)
+		if (f->w[i] != NULL && f->w[i] != w) {
+			assert_int_equal(loop_del(f->lp, f->w[i]), 0);
+			close(f->w[i]->fd);
+			free(f->w[i]);
+			f->w[i] = NULL;
+		}
+}
+
+static void
+test_freed_in_batch(void **state)
+{
+	struct freer f = { 0 };
+	struct loop lp;
+	int sp[2][2], i;
+
+	(void)state;
+	assert_int_equal(loop_init(&lp), 0);
+	f.lp = &lp;
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]), 0);
+		assert_non_null(f.w[i] = malloc(sizeof(*f.w[i])));
+		*f.w[i] = (struct watch){ .fd = sp[i][0], .fn = on_free,
+		    .ctx = &f };
+		assert_int_equal(loop_add(&lp, f.w[i], EPOLLIN), 0);
+		assert_int_equal(write(sp[i][1], "x", 1), 1);
+	}
+	/* Whichever runs first frees the other, whose event is dropped. */
+	assert_int_equal(loop_once(&lp, 1000), 1);
+	assert_int_equal(f.calls, 1);
+	for (i = 0; i < 2; i++) {
+		if (f.w[i] != NULL) {
+			close(f.w[i]->fd);
+			free(f.w[i]);
+		}
+		close(sp[i][1]);
+	}
+	close(lp.epfd);
+}
+
+/* A blocking fd is made non-blocking by loop_add. */
+static void
+test_add_nonblocking(void **state)
+{
+	struct watch w;
+	struct loop lp;
+	int sp[2];
+
+	(void)state;
+	assert_int_equal(loop_init(&lp), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	assert_false(fcntl(sp[0], F_GETFL) & O_NONBLOCK);
+	w = (struct watch){ .fd = sp[0], .fn = on_timer };
+	assert_int_equal(loop_add(&lp, &w, EPOLLIN), 0);
+	assert_true(fcntl(sp[0], F_GETFL) & O_NONBLOCK);
+	close(sp[0]);
+	close(sp[1]);
+	close(lp.epfd);
+}
+
 static void
 test_clocks(void **state)
 {
@@ -270,6 +434,9 @@ main(void)
 		cmocka_unit_test(test_timer_rearm),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_two_watches),
+		cmocka_unit_test(test_replaced_fd_in_batch),
+		cmocka_unit_test(test_freed_in_batch),
+		cmocka_unit_test(test_add_nonblocking),
 		cmocka_unit_test(test_clocks),
 	};
 
