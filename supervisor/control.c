@@ -59,24 +59,14 @@ control_setup(struct supervisor *sv)
 		    ESV_SUPERVISE_DIR);
 }
 
+/* c, a known letter, which came n times in one read. */
 static void
-command(struct supervisor *sv, unsigned char c, size_t pos)
+command(struct supervisor *sv, unsigned char c, unsigned n)
 {
 	struct ctl_decision d;
 
-	if (isspace(c))
-		return;		/* what `echo u > control` adds */
-	if (!fsm_known_letter(c)) {
-		if (c >= 0x20 && c < 0x7f)
-			warn_msg("%s/%s: byte %zu: unknown command '%c' "
-			    "ignored", sv->cfg->jobdir, ESV_CONTROL, pos, c);
-		else
-			warn_msg("%s/%s: byte %zu: unknown command 0x%02x "
-			    "ignored", sv->cfg->jobdir, ESV_CONTROL, pos, c);
-		return;
-	}
-	events_log(sv, "control", json_pack("{ss#}", "command",
-	    (const char *)&c, (size_t)1));
+	events_log(sv, "control", json_pack("{ss# si}", "command",
+	    (const char *)&c, (size_t)1, "count", (int)n));
 
 	d = fsm_control(sv->state, c);
 	if (d.want != 0)
@@ -112,30 +102,55 @@ command(struct supervisor *sv, unsigned char c, size_t pos)
 	}
 }
 
+static void
+unknown(struct supervisor *sv, unsigned char c, size_t pos)
+{
+	if (c >= 0x20 && c < 0x7f)
+		warn_msg("%s/%s: byte %zu: unknown command '%c' ignored",
+		    sv->cfg->jobdir, ESV_CONTROL, pos, c);
+	else
+		warn_msg("%s/%s: byte %zu: unknown command 0x%02x ignored",
+		    sv->cfg->jobdir, ESV_CONTROL, pos, c);
+}
+
+/*
+ * One buffer per wake-up: a flood (a script writing in a loop) cannot
+ * keep SIGTERM, worker exits and the timers waiting; the rest is read on
+ * a later turn of the loop, after them.  Within a buffer each letter is
+ * obeyed once, where it last appears, so 4096 'p' cost one state write
+ * and one event, and the letters leave the state they would one by one.
+ */
 void
 control_read(struct watch *w, uint32_t events)
 {
 	struct supervisor *sv = w->ctx;
-	static size_t pos;
-	unsigned char buf[256];
-	ssize_t n, i;
-	unsigned bad = 0;
+	static size_t pos;	/* bytes read so far, for the warnings */
+	static unsigned bad;	/* unknown bytes since the FIFO was empty */
+	unsigned char buf[PIPE_BUF], c;
+	unsigned count[UCHAR_MAX + 1] = { 0 };
+	ssize_t last[UCHAR_MAX + 1], n, i;
 
 	(void)events;
-	while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
-		for (i = 0; i < n; i++, pos++) {
-			bool known = fsm_known_letter(buf[i]) ||
-			    isspace(buf[i]);
-
-			/* A flood of garbage gets a few lines, not thousands. */
-			if (!known && ++bad > 8) {
-				if (bad == 9)
-					warn_msg("%s/%s: more unknown commands "
-					    "ignored", sv->cfg->jobdir,
-					    ESV_CONTROL);
-				continue;
-			}
-			command(sv, buf[i], pos);
-		}
+	if ((n = read(w->fd, buf, sizeof(buf))) <= 0)
+		return;		/* EAGAIN; never EOF: we hold a writer */
+	for (i = 0; i < n; i++, pos++) {
+		c = buf[i];
+		if (isspace(c))
+			continue;	/* what `echo u > control` adds */
+		if (fsm_known_letter(c)) {
+			count[c]++;
+			last[c] = i;
+		} else if (++bad <= 8)
+			unknown(sv, c, pos);
+	}
+	for (i = 0; i < n; i++)
+		if (count[buf[i]] > 0 && last[buf[i]] == i)
+			command(sv, buf[i], count[buf[i]]);
+	/* A flood of garbage gets a few lines, not thousands. */
+	if ((size_t)n < sizeof(buf)) {
+		if (bad > 8)
+			warn_msg("%s/%s: %u more unknown commands ignored",
+			    sv->cfg->jobdir, ESV_CONTROL, bad - 8);
+		bad = 0;
 	}
 }

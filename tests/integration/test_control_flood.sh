@@ -1,0 +1,86 @@
+#!/bin/bash
+# A flood on supervise/control, one letter at a time: 64 KiB of it, then
+# more without end (a script writing in a loop).  Meanwhile a worker killed
+# with -9 is seen within 100 ms (its worker.exit event), and SIGTERM ends
+# the supervisor within 2 s.  Before, the supervisor read the FIFO until
+# it was empty and wrote the state files and an event for every letter:
+# 64 KiB took it about 100 s, during which nothing else was served.
+. "$(dirname "$0")/lib.sh"
+esv_setup 170
+
+# Workers that shrug off every signal a letter sends them but SIGTERM,
+# SIGKILL and SIGSTOP.
+WORKER="trap '' HUP ALRM INT QUIT USR1 USR2; exec sleep 1000"
+# 4095 letters and a newline (ignored) per line of yes(1).
+block()
+{
+	head -c 4095 /dev/zero | tr '\0' "$1"
+}
+
+running()
+{
+	[ "$(kv "$job/supervise/state" state)" = running ] &&
+	    [ "$(kv "$job/supervise/state" pids | wc -w)" = 2 ]
+}
+
+gone()
+{
+	! esv_alive "$SUP_PID"
+}
+
+# exit_time PID: the time of PID's worker.exit event, if logged.
+exit_time()
+{
+	"$PY" - "$job/events.jsonl" "$1" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o["event"] == "worker.exit" and o["pid"] == int(sys.argv[2]):
+        print(o["time"])
+        sys.exit(0)
+sys.exit(1)
+EOF
+}
+
+for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
+	note "64 KiB of '$L' and more"
+	job=$T/flood_$L
+	start_sup "$job" --nproc-per-node 2 --max-restarts 1000000 \
+	    --no-python -- /bin/sh -c "$WORKER"
+	wait_for -t 10 running || fail "$L: the group did not start: $(cat "$SUP_ERR")"
+	yes "$(block "$L")" >"$job/supervise/control" 2>/dev/null &
+	writer=$!
+	t0=$EPOCHREALTIME
+	if [ "$L" = x ]; then
+		wait_for -t 2 gone || fail "x: still running 2 s into a flood of x"
+		wait "$SUP_PID"
+		kill "$writer" 2>/dev/null
+		wait "$writer" 2>/dev/null
+		continue
+	fi
+	wait_for -t 2 grep -qF "\"command\":\"$L\"" "$job/events.jsonl" ||
+	    fail "$L: no control event"
+	if [ "$L" != d ]; then
+		# A worker of the current group, as the letters leave it.
+		wait_for -t 2 eval 'w=$(kv "$job/supervise/state" pids); [ -n "$w" ]' ||
+		    fail "$L: no worker runs: $(cat "$job/supervise/state")"
+		w=${w%% *}
+		t1=$EPOCHREALTIME
+		kill -KILL "$w" 2>/dev/null
+		wait_for -t 5 eval 'exit_time "$w" >/dev/null' ||
+		    fail "$L: the exit of worker $w was not acted on"
+		ms=$("$PY" -c "print(int(($(exit_time "$w") - $t1) * 1000))")
+		note "$L: worker $w's exit seen after $ms ms"
+		[ "$ms" -lt 100 ] ||
+		    fail "$L: worker $w's exit seen after $ms ms (limit 100)"
+	fi
+	t1=$EPOCHREALTIME
+	kill -TERM "$SUP_PID"
+	wait_for -t 2 gone ||
+	    fail "$L: still running 2 s after SIGTERM, $(( ${t1%.*} - ${t0%.*} )) s into the flood"
+	wait "$SUP_PID"
+	kill "$writer" 2>/dev/null
+	wait "$writer" 2>/dev/null
+	n=$(count_lines "$job/events.jsonl" "\"command\":\"$L\"")
+	note "$L: $n control events"
+done
