@@ -119,11 +119,19 @@ static void
 on_signal(struct watch *w, uint32_t events)
 {
 	struct supervisor *sv = w->ctx;
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo sis[8], si;
+	ssize_t n, k;
 	int i;
 
 	(void)events;
-	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+	/*
+	 * What is pending now, once: while failing workers are restarted
+	 * SIGCHLD comes again, and reading until none was left kept the
+	 * control FIFO and the timers waiting for seconds.
+	 */
+	n = read(w->fd, sis, sizeof(sis));
+	for (k = 0; k < n / (ssize_t)sizeof(si); k++) {
+		si = sis[k];
 		if (si.ssi_signo == SIGCHLD) {
 			group_reap(sv);
 			continue;

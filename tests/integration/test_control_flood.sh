@@ -84,3 +84,30 @@ for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
 	n=$(count_lines "$job/events.jsonl" "\"command\":\"$L\"")
 	note "$L: $n control events"
 done
+
+# A letter while 8 workers fail at once, again and again: SIGCHLD comes
+# back while the group is restarted, and the supervisor used to read the
+# signalfd until it was empty, which it seldom was (a letter waited 11 s).
+note "a letter while the workers fail in a loop"
+job=$T/failloop
+start_sup "$job" --nproc-per-node 8 --max-restarts 1000000 --no-python \
+    -- /bin/sh -c 'exit 1'
+wait_for -t 10 eval '[ "$(count_lines "$job/events.jsonl" group.start)" -ge 5 ]' ||
+    fail "failloop: the group did not restart: $(cat "$SUP_ERR")"
+t1=$EPOCHREALTIME
+timeout 5 sh -c 'printf h >"$1/supervise/control"' _ "$job" ||
+    fail "failloop: could not write the letter"
+wait_for -t 5 grep -qF '"command":"h"' "$job/events.jsonl" ||
+    fail "failloop: h not obeyed within 5 s"
+ms=$("$PY" - "$job/events.jsonl" "$t1" <<'PYEOF'
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o["event"] == "control":
+        print(int((o["time"] - float(sys.argv[2])) * 1000))
+        break
+PYEOF
+)
+note "failloop: h obeyed after $ms ms"
+[ "$ms" -lt 1000 ] || fail "failloop: h obeyed after $ms ms (limit 1000)"
+stop_sup || :   # exits 1 on SIGTERM
