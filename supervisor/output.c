@@ -125,18 +125,23 @@ stream_close(struct supervisor *sv, struct stream *s)
 	}
 }
 
-/* Read what is there; returns false at EOF. */
+/*
+ * Read what is there, at most max buffers: a worker (or a grandchild
+ * that outlived it) writing without pause must not keep the loop from the
+ * rest.  Returns false at EOF.
+ */
 static bool
-stream_drain(struct stream *s)
+stream_drain(struct stream *s, int max)
 {
 	char buf[65536];
 	ssize_t n;
+	int reads = 0;
 
 	for (;;) {
 		n = read(s->w.fd, buf, sizeof(buf));
 		if (n > 0) {
 			linebuf_feed(&s->lb, buf, n, emit_line, s);
-			if ((size_t)n < sizeof(buf))
+			if ((size_t)n < sizeof(buf) || ++reads == max)
 				return true;
 			continue;
 		}
@@ -152,7 +157,7 @@ stream_readable(struct watch *w, uint32_t events)
 	struct stream *s = w->ctx;
 
 	(void)events;
-	if (!stream_drain(s))
+	if (!stream_drain(s, 4))
 		stream_close(s->sv, s);
 }
 
@@ -269,7 +274,10 @@ output_started(struct supervisor *sv, struct worker *wk)
 			    wk->local_rank);
 }
 
-/* The attempt is over: take what is left in the pipes, lose nothing. */
+/*
+ * The attempt is over: take what is left in the pipes, lose nothing (a
+ * pipe holds at most 1 MiB unless root raised fs.pipe-max-size).
+ */
 void
 output_close(struct supervisor *sv, struct worker *wk)
 {
@@ -278,7 +286,7 @@ output_close(struct supervisor *sv, struct worker *wk)
 
 	for (i = 0; i < 2; i++) {
 		if (ss[i]->w.fd != -1)
-			(void)stream_drain(ss[i]);
+			(void)stream_drain(ss[i], 16);
 		stream_close(sv, ss[i]);
 	}
 }
