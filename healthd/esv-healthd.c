@@ -45,11 +45,13 @@ usage(FILE *f)
 static void
 on_signal(struct watch *w, uint32_t events)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo si[4];
+	int k, n;
 
 	(void)events;
-	while (read(w->fd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo != SIGHUP)
+	n = signals_read(w->fd, si, 4);
+	for (k = 0; k < n; k++)
+		if (si[k].ssi_signo != SIGHUP)
 			g.quit = true;
 }
 

@@ -121,6 +121,15 @@ signals_open(const sigset_t *set)
 	return signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+int
+signals_read(int sfd, struct signalfd_siginfo *si, int max)
+{
+	ssize_t n;
+
+	n = read(sfd, si, (size_t)max * sizeof(*si));
+	return n <= 0 ? 0 : (int)(n / (ssize_t)sizeof(*si));
+}
+
 long long
 mono_ms(void)
 {

@@ -64,6 +64,13 @@ void	loop_daemon_init(struct loop *lp, struct watch *sigw, watch_fn *fn);
 
 /* Block set and return a signalfd for it. */
 int	signals_open(const sigset_t *set);
+/*
+ * The signals pending on a signalfd now, at most max, in one read: a
+ * handler that reads until none is left may never return while they keep
+ * coming (SIGCHLD in a loop of failing workers).  Returns how many.
+ */
+struct signalfd_siginfo;
+int	signals_read(int sfd, struct signalfd_siginfo *si, int max);
 
 /* Milliseconds on CLOCK_MONOTONIC; and wall time as a double. */
 long long	mono_ms(void);

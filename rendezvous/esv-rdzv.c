@@ -354,11 +354,14 @@ load_token(char *token, size_t len, bool fatal)
 static void
 on_signal(struct watch *w, uint32_t events)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo sis[4], si;
 	char token[RDZV_TOKEN_MAX + 1] = "";
+	int k, n;
 
 	(void)events;
-	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+	n = signals_read(w->fd, sis, 4);
+	for (k = 0; k < n; k++) {
+		si = sis[k];
 		if (si.ssi_signo != SIGHUP) {
 			g.quit = true;
 			continue;

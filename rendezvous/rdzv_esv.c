@@ -356,14 +356,16 @@ on_line(struct esv *e, const char *line)
 	}
 }
 
+/* At most 16 reads a wake-up: a talkative server cannot starve the loop. */
 static void
 read_lines(struct esv *e)
 {
 	char buf[4096], *nl;
 	size_t off, take;
 	ssize_t n;
+	int reads;
 
-	for (;;) {
+	for (reads = 0; reads < 16; reads++) {
 		n = recv(e->w.fd, buf, sizeof(buf), 0);
 		if (n == -1 && errno == EINTR)
 			continue;

@@ -120,17 +120,12 @@ on_signal(struct watch *w, uint32_t events)
 {
 	struct supervisor *sv = w->ctx;
 	struct signalfd_siginfo sis[8], si;
-	ssize_t n, k;
-	int i;
+	int i, k, n;
 
 	(void)events;
-	/*
-	 * What is pending now, once: while failing workers are restarted
-	 * SIGCHLD comes again, and reading until none was left kept the
-	 * control FIFO and the timers waiting for seconds.
-	 */
-	n = read(w->fd, sis, sizeof(sis));
-	for (k = 0; k < n / (ssize_t)sizeof(si); k++) {
+	/* Reading until none was left kept the control FIFO waiting. */
+	n = signals_read(w->fd, sis, 8);
+	for (k = 0; k < n; k++) {
 		si = sis[k];
 		if (si.ssi_signo == SIGCHLD) {
 			group_reap(sv);

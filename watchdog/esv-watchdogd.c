@@ -917,10 +917,13 @@ open_control(int fd)
 static void
 on_signal(struct watch *w, uint32_t events)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo sis[4], si;
+	int k, n;
 
 	(void)events;
-	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+	n = signals_read(w->fd, sis, 4);
+	for (k = 0; k < n; k++) {
+		si = sis[k];
 		if (si.ssi_signo != SIGHUP) {
 			g.quit = true;
 			continue;

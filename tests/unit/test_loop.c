@@ -218,6 +218,31 @@ test_signal(void **state)
 	close(lp.epfd);
 }
 
+/* signals_read takes what is pending, in one read, at most max. */
+static void
+test_signals_read(void **state)
+{
+	struct signalfd_siginfo si[4];
+	sigset_t set;
+	int fd;
+
+	(void)state;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	assert_true((fd = signals_open(&set)) >= 0);
+	assert_int_equal(signals_read(fd, si, 4), 0);
+	assert_int_equal(raise(SIGUSR1), 0);
+	assert_int_equal(raise(SIGUSR2), 0);
+	assert_int_equal(signals_read(fd, si, 1), 1);
+	assert_int_equal(si[0].ssi_signo, SIGUSR1);
+	assert_int_equal(raise(SIGUSR1), 0);
+	assert_int_equal(signals_read(fd, si, 4), 2);
+	assert_int_equal(si[0].ssi_signo + si[1].ssi_signo, SIGUSR1 + SIGUSR2);
+	assert_int_equal(signals_read(fd, si, 4), 0);
+	close(fd);
+}
+
 /* loop_once returns how many handlers it ran. */
 static void
 test_two_watches(void **state)
@@ -434,6 +459,7 @@ main(void)
 		cmocka_unit_test(test_timer_rearm),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_two_watches),
+		cmocka_unit_test(test_signals_read),
 		cmocka_unit_test(test_replaced_fd_in_batch),
 		cmocka_unit_test(test_freed_in_batch),
 		cmocka_unit_test(test_add_nonblocking),
