@@ -68,6 +68,10 @@ start_sup "$J" --no-python --nproc-per-node 2 --max-restarts 3 \
 wait_for -t 15 nstarted "$T/a.rec" 2 || fail "job a did not start: $(cat "$SUP_ERR")"
 SUP_A=$SUP_PID
 ERR_A=$SUP_ERR
+# The state file is written once the workers' files are (later than they
+# start, in a slow build).
+wait_for -t 15 eval '[ "$(kv "$J/supervise/state" pids | wc -w)" = 2 ]' ||
+    fail "supervise/state never listed 2 pids: $(cat "$J/supervise/state")"
 pids=$(kv "$J/supervise/state" pids)
 read -r P1 P2 <<<"$pids"
 [ -n "$P2" ] || fail "supervise/state pids: '$pids'"

@@ -119,7 +119,8 @@ for i in $(seq "$RUNS"); do
 	# The next group start, seen within a few ms (inotify), then the kill.
 	exec {ev}< <(exec tail -n0 -F "$job/events.jsonl" 2>/dev/null)
 	tailpid=$!
-	grep -m1 -q '"group.start"' <&"$ev"
+	timeout 10 grep -m1 -q '"group.start"' <&"$ev" ||
+	    fail "r$i: no group start in 10 s: $(tail -3 "$SUP_ERR")"
 	kill -KILL "$wd"
 	exec {ev}<&-
 	kill "$tailpid" 2>/dev/null
