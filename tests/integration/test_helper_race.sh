@@ -114,18 +114,28 @@ for i in 1 2 3; do
 done
 
 note "part 2: $RUNS runs, the watchdog killed just after a group start"
+delays=
 for i in $(seq "$RUNS"); do
 	start_job r$i
 	# The next group start, seen within a few ms (inotify), then the kill.
 	exec {ev}< <(exec tail -n0 -F "$job/events.jsonl" 2>/dev/null)
 	tailpid=$!
-	timeout 10 grep -m1 -q '"group.start"' <&"$ev" ||
+	line=
+	while IFS= read -r -t 10 line <&"$ev"; do
+		[[ $line == *'"group.start"'* ]] && break
+	done
+	[[ $line == *'"group.start"'* ]] ||
 	    fail "r$i: no group start in 10 s: $(tail -3 "$SUP_ERR")"
 	kill -KILL "$wd"
+	now=$EPOCHREALTIME
 	exec {ev}<&-
 	kill "$tailpid" 2>/dev/null
+	started=${line##*\"time\":}
+	delays+=" $(awk -v a="$now" -v b="${started%%[,\}]*}" \
+	    'BEGIN { printf "%d", (a - b) * 1000 }')"
 	wait_for -t 5 eval '[ "$(events watchdog.restart)" -gt 0 ]' ||
 	    fail "r$i: the watchdog's death was not seen"
 	term_within_2s "r$i"
 done
+note "killed${delays:- (no run)} ms after the group start"
 note "every supervisor exited within 2 s of SIGTERM"
