@@ -723,11 +723,13 @@ restart_after_failure(struct supervisor *sv)
 	    sv->cfg->max_restarts);
 	delay = backoff_next(&sv->backoff, ran);
 	events_log(sv, "group.restart", json_pack("{si}", "delay_ms", delay));
-	if (delay == 0) {
-		group_start(sv);
-		return;
-	}
-	info_msg("restart delayed by %u ms (backoff)", delay);
+	/*
+	 * Even without a delay the start is the loop's: when no worker could
+	 * be started the stop ends at once, and starting again from here
+	 * recursed, restart after restart, SIGTERM never read.
+	 */
+	if (delay > 0)
+		info_msg("restart delayed by %u ms (backoff)", delay);
 	sv->next_start_wall = (long long)(wall_now() * 1000) + delay;
 	set_state(sv, G_BACKOFF);
 	arm_deadline(sv, delay);

@@ -42,9 +42,12 @@ sys.exit(1)
 EOF
 }
 
-for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
-	note "64 KiB of '$L' and more"
-	job=$T/flood_$L
+# flood L TRY: one job flooded with L.  Returns 2 if the worker's exit was
+# seen late (the scheduler of a loaded machine can do that alone: the
+# caller tries again); any other broken promise fails the test.
+flood()
+{
+	local L=$1 job=$T/flood_$1.$2 t0 t1 w ms n
 	start_sup "$job" --nproc-per-node 2 --max-restarts 1000000 \
 	    --no-python -- /bin/sh -c "$WORKER"
 	wait_for -t 10 running || fail "$L: the group did not start: $(cat "$SUP_ERR")"
@@ -56,10 +59,11 @@ for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
 		wait "$SUP_PID"
 		kill "$writer" 2>/dev/null
 		wait "$writer" 2>/dev/null
-		continue
+		return 0
 	fi
 	wait_for -t 2 grep -qF "\"command\":\"$L\"" "$job/events.jsonl" ||
 	    fail "$L: no control event"
+	ms=0
 	if [ "$L" != d ]; then
 		# A worker of the current group, as the letters leave it.
 		wait_for -t 2 eval 'w=$(kv "$job/supervise/state" pids); [ -n "$w" ]' ||
@@ -71,8 +75,6 @@ for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
 		    fail "$L: the exit of worker $w was not acted on"
 		ms=$("$PY" -c "print(int(($(exit_time "$w") - $t1) * 1000))")
 		note "$L: worker $w's exit seen after $ms ms"
-		[ "$ms" -lt 100 ] ||
-		    fail "$L: worker $w's exit seen after $ms ms (limit 100)"
 	fi
 	t1=$EPOCHREALTIME
 	kill -TERM "$SUP_PID"
@@ -83,6 +85,17 @@ for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
 	wait "$writer" 2>/dev/null
 	n=$(count_lines "$job/events.jsonl" "\"command\":\"$L\"")
 	note "$L: $n control events"
+	[ "$ms" -lt 100 ]
+	return $(($? * 2))
+}
+
+for L in ${ESV_FLOOD_LETTERS:-u o d x t r k p c h a i q 1 2}; do
+	note "64 KiB of '$L' and more"
+	for try in 1 2 3; do
+		flood "$L" "$try" && break
+		[ "$try" = 3 ] &&
+		    fail "$L: a worker's exit seen after 100 ms or more 3 times"
+	done
 done
 
 # A letter while 8 workers fail at once, again and again: SIGCHLD comes
@@ -111,3 +124,18 @@ PYEOF
 note "failloop: h obeyed after $ms ms"
 [ "$ms" -lt 1000 ] || fail "failloop: h obeyed after $ms ms (limit 1000)"
 stop_sup || :   # exits 1 on SIGTERM
+
+# No worker can be started (no such entrypoint): the stop after the failed
+# start ends at once, and the restart used to be started from inside it,
+# recursing, restart after restart, without a turn of the loop: SIGTERM
+# waited for the whole budget (or for the stack to overflow).
+note "SIGTERM while no worker can be started, again and again"
+job=$T/nospawn
+start_sup "$job" --nproc-per-node 8 --max-restarts 1000000 --no-python \
+    -- "$T/no such program"
+wait_for -t 10 eval '[ "$(count_lines "$job/events.jsonl" group.restart)" -ge 20 ]' ||
+    fail "nospawn: no restarts: $(tail -3 "$SUP_ERR")"
+kill -TERM "$SUP_PID"
+wait_for -t 2 gone ||
+    fail "nospawn: still running 2 s after SIGTERM ($(count_lines "$job/events.jsonl" group.restart) restarts)"
+wait "$SUP_PID" || :	# 1: stopped by a signal
