@@ -152,6 +152,9 @@ wait_for -t 10 eval '[ "$(count_role "$M" worker)" -eq 2 ]' ||
 old=$(marked "$M" | awk '{ print $1 }' | sort | tr '\n' ' ')
 first=$SUP_PID
 kill -KILL "$first"
+# Until it has exited its supervise/lock is held: a new supervisor started
+# in that moment is refused, rightly ("another esv-supervise runs").
+wait "$first" 2>/dev/null
 start_sup "$J" --no-python --nproc-per-node 2 -- env B_MARK="$M" sleep 1000
 second=$SUP_PID
 max=0
@@ -161,7 +164,6 @@ for _ in $(seq 40); do
 	[ "$n" -gt 2 ] && marked "$M" >"$T/dup.too-many"
 	sleep 0.02
 done
-wait "$first" 2>/dev/null
 [ "$max" -le 2 ] ||
     fail "saw $max worker processes at once (nproc 2): $(cat "$T/dup.too-many")"
 esv_alive "$second" || fail "the second supervisor exited: $(cat "$SUP_ERR")"

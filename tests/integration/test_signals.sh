@@ -43,6 +43,8 @@ start_sup "$J" --no-python --nproc-per-node 3 --shutdown-timeout 10 \
     -- "$PY" "$REC" "$T/term.rec" linger
 wait_for -t 15 started "$T/term.rec" 3 ||
     fail "3 workers did not start: $(cat "$SUP_ERR")"
+# The workers can run before the supervisor has written that they do.
+assert_rc 0 "$CTL" wait up -t 10 "$J"
 assert_eq "$(kv "$J/supervise/state" state)" running "state before SIGTERM"
 kill -TERM "$SUP_PID"
 t0=$(date +%s%3N)
@@ -110,6 +112,7 @@ start_sup "$J" --no-python --nproc-per-node 2 --shutdown-timeout 1 \
 wait_for -t 15 started "$T/usr1.rec" 2 ||
     fail "2 workers did not start: $(cat "$SUP_ERR")"
 assert_grep "$SUP_ERR" 'warning: .*SIGFOO' "supervisor stderr"
+assert_rc 0 "$CTL" wait up -t 10 "$J"
 assert_eq "$(kv "$J/supervise/state" state)" running \
     "state (an unknown signal name must not stop the job)"
 kill -USR1 "$SUP_PID"
