@@ -73,7 +73,12 @@ def cpu_ms(pid):
 
 
 def start_server():
-    cmd = [RDZV, "--listen", "127.0.0.1:0", "--token-file", TOKEN]
+    # Every client is on 127.0.0.1 and all connect at once: room for
+    # them all in the pool of connections yet to authenticate.
+    cmd = [RDZV, "--listen", "127.0.0.1:0", "--token-file", TOKEN,
+           "--max-unauth", str(max(KS) + 16),
+           "--max-unauth-per-addr", str(max(KS) + 16),
+           "--auth-timeout", "10000"]
     if HB:
         cmd += ["--heartbeat", HB]
     log = open(SERVER_LOG, "w")

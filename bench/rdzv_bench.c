@@ -41,6 +41,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,12 +81,19 @@ struct pipes {
 	int	done[2];	/* parent closes [1]: hang up and exit */
 };
 
-/* A child's connection: a line reader over a blocking socket. */
+/*
+ * A child's connection: a line reader over a blocking socket; every line
+ * after the greeting sealed under the session key (esv-rdzv(8)).
+ */
 struct conn {
 	int	fd;
 	char	buf[2 * RDZV_LINE_MAX];
 	size_t	len;
 	int64_t	t_read;		/* stamp of the last read */
+	bool	keyed;
+	uint8_t	key[RDZV_KEY_LEN];
+	uint64_t seq_in, seq_out;
+	char	cnonce[RDZV_NONCE_LEN + 1];
 };
 
 static int64_t
@@ -165,7 +173,9 @@ conn_next(struct conn *c, struct rdzv_msg *m, char *why, size_t whylen)
 	line[n] = '\0';
 	memmove(c->buf, c->buf + n, c->len - n);
 	c->len -= n;
-	if (rdzv_msg_parse(line, m, err, sizeof(err)) == -1) {
+	if ((c->keyed ? rdzv_msg_parse_sealed(line, m, c->key,
+	    RDZV_TO_CLIENT, c->seq_in++, err, sizeof(err)) :
+	    rdzv_msg_parse(line, m, err, sizeof(err))) == -1) {
 		line[strcspn(line, "\n")] = '\0';
 		snprintf(why, whylen, "bad line from server: %s: %.60s", err,
 		    line);
@@ -180,7 +190,8 @@ conn_send(struct conn *c, const struct rdzv_msg *m)
 	char line[RDZV_LINE_MAX];
 	int n;
 
-	if ((n = rdzv_msg_format(line, sizeof(line), m)) == -1) {
+	if ((n = rdzv_msg_format_sealed(line, sizeof(line), m, c->key,
+	    RDZV_TO_SERVER, c->seq_out++)) == -1) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -188,7 +199,7 @@ conn_send(struct conn *c, const struct rdzv_msg *m)
 }
 
 static void
-make_join(const struct opts *o, unsigned node, const char *nonce,
+make_join(const struct opts *o, unsigned node, const struct conn *c,
     struct rdzv_msg *m)
 {
 	struct rdzv_join *j = &m->u.join;
@@ -198,7 +209,7 @@ make_join(const struct opts *o, unsigned node, const char *nonce,
 	j->version = RDZV_PROTO_VERSION;
 	strlcpy(j->run_id, o->run_id, sizeof(j->run_id));
 	snprintf(j->node_id, sizeof(j->node_id), "node-%05u", node);
-	rdzv_mac(o->token, nonce, j->run_id, j->node_id, j->mac);
+	strlcpy(j->cnonce, c->cnonce, sizeof(j->cnonce));
 	j->nproc = o->nproc;
 	j->min_nodes = j->max_nodes = o->nodes;
 	j->last_call_ms = 0;
@@ -206,6 +217,7 @@ make_join(const struct opts *o, unsigned node, const char *nonce,
 	strlcpy(j->addr, "127.0.0.1", sizeof(j->addr));
 	j->port = PEER_PORT;
 	j->state = RS_NEW;
+	j->round = 0;
 }
 
 /*
@@ -243,7 +255,7 @@ child(const struct opts *o, const struct pipes *p, unsigned node)
 	struct report r = { .node = node, .phase = PH_READY };
 	struct conn c = { .fd = -1 };
 	struct rdzv_msg m;
-	char why[256], nonce[RDZV_NONCE_LEN + 1];
+	char why[256];
 	int out = p->report[1], one = 1;
 
 	/*
@@ -263,9 +275,12 @@ child(const struct opts *o, const struct pipes *p, unsigned node)
 	if (conn_next(&c, &m, why, sizeof(why)) == -1)
 		child_exit(out, &r, "greeting: %s", why);
 	if (m.verb != RV_HELLO || m.u.hello.version != RDZV_PROTO_VERSION)
-		child_exit(out, &r, "greeting: not ESV-RDZV 1");
-	strlcpy(nonce, m.u.hello.nonce, sizeof(nonce));
-	make_join(o, node, nonce, &m);
+		child_exit(out, &r, "greeting: not ESV-RDZV %d",
+		    RDZV_PROTO_VERSION);
+	rdzv_nonce(c.cnonce);
+	rdzv_session_key(o->token, m.u.hello.nonce, c.cnonce, c.key);
+	c.keyed = true;
+	make_join(o, node, &c, &m);
 	r.t_join = now_ns();
 	if (conn_send(&c, &m) == -1)
 		child_exit(out, &r, "JOIN: %s", strerror(errno));

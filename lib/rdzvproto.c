@@ -15,7 +15,7 @@
 
 #define MAXFIELDS	16
 
-enum ftype { F_UINT, F_NAME, F_ADDR, F_NONCE, F_MAC, F_STATE };
+enum ftype { F_UINT, F_NAME, F_ADDR, F_NONCE, F_STATE };
 
 /*
  * One table drives both parsing and formatting, so that the writer can
@@ -59,7 +59,7 @@ static const struct field join_f[] = {
 	UINT("version", 0, 65535, join.version),
 	{ "run_id", F_NAME, 0, 0, M(join.run_id) },
 	{ "node_id", F_NAME, 0, 0, M(join.node_id) },
-	{ "mac", F_MAC, 0, 0, M(join.mac) },
+	{ "cnonce", F_NONCE, 0, 0, M(join.cnonce) },
 	UINT("nproc", 1, 4096, join.nproc),
 	UINT("min", 1, INT_MAX, join.min_nodes),
 	UINT("max", 1, INT_MAX, join.max_nodes),
@@ -72,7 +72,8 @@ static const struct field join_f[] = {
 	UINT("group_rank", 0, INT_MAX, join.group_rank),
 	UINT("group_world_size", 1, INT_MAX, join.group_world_size),
 };
-#define JOIN_NEW_FIELDS	12
+#define JOIN_NEW_FIELDS	13	/* up to the first round it may join */
+#define JOIN_STATE	11	/* index of the state field */
 
 struct verbdef {
 	const char		*word;
@@ -205,12 +206,10 @@ parse_field(const struct field *f, const char *s, struct rdzv_msg *m,
 		    RDZV_ADDR_MAX);
 		return -1;
 	case F_NONCE:
-	case F_MAC:
-		if (hex_ok(s, f->type == F_NONCE ? RDZV_NONCE_LEN :
-		    RDZV_MAC_LEN))
+		if (hex_ok(s, RDZV_NONCE_LEN))
 			break;
 		snprintf(why, whylen, "not %d lowercase hex digits",
-		    f->type == F_NONCE ? RDZV_NONCE_LEN : RDZV_MAC_LEN);
+		    RDZV_NONCE_LEN);
 		return -1;
 	case F_STATE:
 		for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
@@ -329,8 +328,8 @@ parse_fields(const struct verbdef *vd, char **fields, size_t n,
 	char why[128];
 	size_t i, want;
 
-	if (vd->verb == RV_JOIN && n >= JOIN_NEW_FIELDS)
-		want = strcmp(fields[JOIN_NEW_FIELDS - 1], "new") == 0 ?
+	if (vd->verb == RV_JOIN && n > JOIN_STATE)
+		want = strcmp(fields[JOIN_STATE], "new") == 0 ?
 		    JOIN_NEW_FIELDS : vd->nf;
 	else
 		want = vd->nf;
@@ -544,16 +543,17 @@ rdzv_nonce(char out[RDZV_NONCE_LEN + 1])
 
 /* RFC 2104 over SHA-256. */
 static void
-hmac_sha256(const char *key, const char *msg, uint8_t out[SHA256_DIGEST_LENGTH])
+hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+    uint8_t out[SHA256_DIGEST_LENGTH])
 {
 	uint8_t k[SHA256_BLOCK_LENGTH], pad[SHA256_BLOCK_LENGTH];
-	size_t klen = strlen(key), i;
+	size_t i;
 	SHA2_CTX ctx;
 
 	memset(k, 0, sizeof(k));
 	if (klen > sizeof(k)) {
 		SHA256Init(&ctx);
-		SHA256Update(&ctx, (const uint8_t *)key, klen);
+		SHA256Update(&ctx, key, klen);
 		SHA256Final(k, &ctx);
 	} else
 		memcpy(k, key, klen);
@@ -561,7 +561,7 @@ hmac_sha256(const char *key, const char *msg, uint8_t out[SHA256_DIGEST_LENGTH])
 		pad[i] = k[i] ^ 0x36;
 	SHA256Init(&ctx);
 	SHA256Update(&ctx, pad, sizeof(pad));
-	SHA256Update(&ctx, (const uint8_t *)msg, strlen(msg));
+	SHA256Update(&ctx, msg, mlen);
 	SHA256Final(out, &ctx);
 	for (i = 0; i < sizeof(k); i++)
 		pad[i] = k[i] ^ 0x5c;
@@ -574,15 +574,100 @@ hmac_sha256(const char *key, const char *msg, uint8_t out[SHA256_DIGEST_LENGTH])
 }
 
 void
-rdzv_mac(const char *token, const char *nonce, const char *run_id,
-    const char *node_id, char out[RDZV_MAC_LEN + 1])
+rdzv_hmac_hex(const void *key, size_t keylen, const char *msg,
+    char out[RDZV_MAC_LEN + 1])
 {
-	char msg[RDZV_NONCE_LEN + 2 * RDZV_NAME_MAX + 8];
 	uint8_t d[SHA256_DIGEST_LENGTH];
 
-	snprintf(msg, sizeof(msg), "%s %s %s", nonce, run_id, node_id);
-	hmac_sha256(token, msg, d);
+	hmac_sha256(key, keylen, msg, strlen(msg), d);
 	hex(d, sizeof(d), out);
+}
+
+void
+rdzv_session_key(const char *token, const char *snonce, const char *cnonce,
+    uint8_t key[RDZV_KEY_LEN])
+{
+	char msg[2 * RDZV_NONCE_LEN + 32];
+
+	snprintf(msg, sizeof(msg), "esv-rdzv 2 session %s %s", snonce, cnonce);
+	hmac_sha256(token, strlen(token), msg, strlen(msg), key);
+}
+
+/* The MAC of one line: "<dir> <seq> <line>" under the session key. */
+static void
+seal_mac(const char *line, size_t len, const uint8_t key[RDZV_KEY_LEN],
+    char dir, uint64_t seq, char out[RDZV_MAC_LEN + 1])
+{
+	char msg[RDZV_LINE_MAX + 32];
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "%c %llu %.*s", dir,
+	    (unsigned long long)seq, (int)len, line);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		n = 0;	/* longer than any line: its seal will not hold */
+	rdzv_hmac_hex(key, RDZV_KEY_LEN, n > 0 ? msg : "", out);
+}
+
+int
+rdzv_msg_format_sealed(char *buf, size_t len, const struct rdzv_msg *m,
+    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq)
+{
+	char mac[RDZV_MAC_LEN + 1];
+	int n;
+
+	/* Room for the seal within the reader's limit. */
+	if (len > RDZV_LINE_MAX)
+		len = RDZV_LINE_MAX;
+	if (len <= RDZV_SEAL_LEN ||
+	    (n = rdzv_msg_format(buf, len - RDZV_SEAL_LEN, m)) == -1)
+		return -1;
+	seal_mac(buf, n - 1, key, dir, seq, mac);
+	snprintf(buf + n - 1, len - (n - 1), " %s\n", mac);
+	return n + RDZV_SEAL_LEN;
+}
+
+int
+rdzv_unseal_split(char *line, char mac[RDZV_MAC_LEN + 1])
+{
+	size_t len = strlen(line);
+
+	if (len <= RDZV_SEAL_LEN || line[len - RDZV_SEAL_LEN] != ' ' ||
+	    !hex_ok(line + len - RDZV_MAC_LEN, RDZV_MAC_LEN))
+		return -1;
+	strlcpy(mac, line + len - RDZV_MAC_LEN, RDZV_MAC_LEN + 1);
+	line[len - RDZV_SEAL_LEN] = '\0';
+	return 0;
+}
+
+bool
+rdzv_seal_ok(const char *line, const char *mac,
+    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq)
+{
+	char want[RDZV_MAC_LEN + 1];
+
+	seal_mac(line, strlen(line), key, dir, seq, want);
+	return rdzv_mac_equal(want, mac);
+}
+
+int
+rdzv_msg_parse_sealed(char *line, struct rdzv_msg *m,
+    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq, char *err,
+    size_t errlen)
+{
+	char mac[RDZV_MAC_LEN + 1];
+	size_t len = strlen(line);
+
+	if (len > 0 && line[len - 1] == '\n')
+		line[len - 1] = '\0';
+	if (rdzv_unseal_split(line, mac) == -1) {
+		snprintf(err, errlen, "not sealed (no MAC at the end)");
+		return -1;
+	}
+	if (!rdzv_seal_ok(line, mac, key, dir, seq)) {
+		snprintf(err, errlen, "bad MAC");
+		return -1;
+	}
+	return rdzv_msg_parse(line, m, err, errlen);
 }
 
 bool

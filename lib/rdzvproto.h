@@ -1,24 +1,34 @@
 /*
- * The esv-rdzv wire protocol, version 1: the one reader and writer of its
- * lines, used by the server (esv-rdzv) and the client backend linked into
- * esv-supervise alike.  The protocol is documented in esv-rdzv(8).
+ * The esv-rdzv wire protocol, version 2: the one reader and writer of its
+ * lines, used by the server (esv-rdzv), the client backend linked into
+ * esv-supervise and bench/rdzv_bench.c alike.  The protocol is documented
+ * in esv-rdzv(8).
  *
  * Every message is one line of at most RDZV_LINE_MAX bytes, '\n' included:
  * a verb and fields separated by single spaces.  Names (run id, node id,
  * role) are 1..RDZV_NAME_MAX characters of [A-Za-z0-9._:@+-].
+ *
+ * Every line after the server's greeting is sealed: it ends in the MAC of
+ * its direction, its sequence number and its text, under a session key
+ * that only the token and both nonces give (rdzv_session_key).  The
+ * server's first sealed line is thus its proof that it knows the token,
+ * and nobody in the path can forge, alter, replay or reflect a line.
  */
 #ifndef ESV_RDZVPROTO_H
 #define ESV_RDZVPROTO_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#define RDZV_PROTO_VERSION	1
+#define RDZV_PROTO_VERSION	2
 #define RDZV_LINE_MAX		1024
 #define RDZV_NAME_MAX		128
 #define RDZV_ADDR_MAX		64	/* numeric IPv4/IPv6 or a host name */
 #define RDZV_NONCE_LEN		32	/* hex characters */
 #define RDZV_MAC_LEN		64	/* hex HMAC-SHA256 */
+#define RDZV_KEY_LEN		32	/* raw session key */
+#define RDZV_SEAL_LEN		(1 + RDZV_MAC_LEN)	/* " <mac>" */
 #define RDZV_TOKEN_MIN		16
 #define RDZV_TOKEN_MAX		256
 #define RDZV_TEXT_MAX		256	/* of an ERR message */
@@ -26,11 +36,13 @@
 enum rdzv_verb {
 	/* server -> client */
 	RV_HELLO,	/* ESV-RDZV <version> <nonce> <heartbeat_ms> */
-	RV_JOINED,	/* JOINED <round> <participants> <waiting> */
+	RV_JOINED,	/* JOINED <round> <participants> <waiting>: the
+			 * answer to every JOIN new; ROUND <round> follows */
 	RV_ROUND,	/* ROUND <round> <group_rank> <group_world_size>
 			 *   <base_rank> <world_size> <base_role_rank>
 			 *   <role_world_size> <master_addr> <master_port> */
-	RV_RESTART,	/* RESTART <round>: stop the workers, JOIN again */
+	RV_RESTART,	/* RESTART <round>: round opened; if you are in an
+			 * older one, stop the workers and JOIN again */
 	RV_WAITING,	/* WAITING <n>: nodes on the wait list */
 	RV_RELEASE,	/* RELEASE <round>: the exit barrier is passed */
 	RV_CLOSED,	/* CLOSED: the job was closed while you waited */
@@ -52,15 +64,19 @@ enum rdzv_node_state {
 };
 
 /*
- * JOIN 1 <run_id> <node_id> <mac> <nproc> <min> <max> <last_call_ms>
- *      <role> <addr> <port> new
- * JOIN 1 ... running|done <round> <group_rank> <group_world_size>
+ * JOIN 2 <run_id> <node_id> <cnonce> <nproc> <min> <max> <last_call_ms>
+ *      <role> <addr> <port> new <round>
+ * JOIN 2 ... running|done <round> <group_rank> <group_world_size>
+ *
+ * new: <round> is the first round the node may join (one past the last it
+ * ran; 0 if none), so that a JOIN sent twice for one round is one JOIN.
+ * <cnonce> is the client's nonce, the same in every JOIN of a connection.
  */
 struct rdzv_join {
 	unsigned		version;
 	char			run_id[RDZV_NAME_MAX + 1];
 	char			node_id[RDZV_NAME_MAX + 1];
-	char			mac[RDZV_MAC_LEN + 1];
+	char			cnonce[RDZV_NONCE_LEN + 1];
 	unsigned		nproc;
 	unsigned		min_nodes, max_nodes;
 	unsigned		last_call_ms;
@@ -131,13 +147,43 @@ int	rdzv_token_load(const char *path, char *token, size_t len, char *err,
 /* RDZV_NONCE_LEN random hex characters, NUL-terminated. */
 void	rdzv_nonce(char out[RDZV_NONCE_LEN + 1]);
 
-/*
- * The proof of the token: lowercase hex HMAC-SHA256, keyed with the
- * token, of "<nonce> <run_id> <node_id>".
- */
-void	rdzv_mac(const char *token, const char *nonce, const char *run_id,
-	    const char *node_id, char out[RDZV_MAC_LEN + 1]);
-/* Constant-time comparison of two macs. */
+/* Lowercase hex HMAC-SHA256 of msg under key (RFC 2104). */
+void	rdzv_hmac_hex(const void *key, size_t keylen, const char *msg,
+	    char out[RDZV_MAC_LEN + 1]);
+/* Constant-time comparison of two hex macs. */
 bool	rdzv_mac_equal(const char *a, const char *b);
+
+/*
+ * The session key of a connection: HMAC-SHA256, keyed with the token, of
+ * "esv-rdzv 2 session <server nonce> <client nonce>".
+ */
+void	rdzv_session_key(const char *token, const char *snonce,
+	    const char *cnonce, uint8_t key[RDZV_KEY_LEN]);
+
+/* Directions of a sealed line: part of what its MAC covers. */
+#define RDZV_TO_SERVER	'c'
+#define RDZV_TO_CLIENT	's'
+
+/*
+ * Format m and seal it: "<line> <mac>\n", the mac being the hex
+ * HMAC-SHA256 under key of "<dir> <seq> <line>".  Its length, or -1.
+ */
+int	rdzv_msg_format_sealed(char *buf, size_t len, const struct rdzv_msg *m,
+	    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq);
+/*
+ * Split a received sealed line (without '\n') into its text, left in
+ * line, and its mac.  -1 if it does not end in " <64 hex digits>".
+ */
+int	rdzv_unseal_split(char *line, char mac[RDZV_MAC_LEN + 1]);
+/* Is mac the seal of the text line, under key, as dir's seq-th line? */
+bool	rdzv_seal_ok(const char *line, const char *mac,
+	    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq);
+/*
+ * rdzv_unseal_split, rdzv_seal_ok, then rdzv_msg_parse: 0, or -1 with
+ * err set ("bad MAC" when the seal does not hold).  Modifies line.
+ */
+int	rdzv_msg_parse_sealed(char *line, struct rdzv_msg *m,
+	    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq,
+	    char *err, size_t errlen);
 
 #endif

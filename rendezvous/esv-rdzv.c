@@ -48,7 +48,7 @@ static struct {
 	struct rdzv_server	*srv;
 	struct watch		 ls[LISTEN_MAX], sigw, timerw;
 	int			 nls, spare_fd;
-	unsigned		 nconns, max_clients;
+	unsigned		 nconns, max_conns;	/* fds for peers */
 	long long		 idle_ms, idle_since;
 	const char		*token_file;
 	struct connq		 closing, graveyard;
@@ -62,6 +62,8 @@ usage(FILE *f)
 	    "[--listen-fd N] --token-file FILE\n"
 	    "                [--heartbeat MS] [--max-clients N] "
 	    "[--max-jobs N] [--max-nodes N]\n"
+	    "                [--max-unauth N] [--max-unauth-per-addr N] "
+	    "[--auth-timeout MS]\n"
 	    "                [--recovery-timeout MS] [--idle-exit SECONDS] "
 	    "[--help] [--version]\n");
 }
@@ -165,12 +167,18 @@ op_send(void *ctx, void *conn, const char *line, size_t len)
 }
 
 static void
-op_close(void *ctx, void *conn)
+op_close(void *ctx, void *conn, bool linger)
 {
 	struct conn *c = conn;
 
 	(void)ctx;
 	c->sc = NULL;
+	if (!linger) {
+		/* Our ERR is out if the socket took it; no slot held. */
+		(void)conn_flush(c);
+		conn_destroy(c, NULL);
+		return;
+	}
 	if (c->overflow) {
 		conn_destroy(c, NULL);
 		return;
@@ -294,7 +302,7 @@ on_listen(struct watch *w, uint32_t events)
 				warn_sys("accept");
 			return;
 		}
-		if (g.nconns >= g.max_clients)
+		if (g.nconns >= g.max_conns)
 			refuse_fd(fd, &ss);
 		else
 			conn_new(fd, &ss);
@@ -382,13 +390,19 @@ on_timer(struct watch *w, uint32_t events)
 	timer_ack(w->fd);
 }
 
-/* Enough fds for max_clients, or as many as the hard limit allows. */
+/*
+ * Enough fds for both pools (and the closes lingering), or as many as
+ * the hard limit allows.
+ */
 static void
-raise_nofile(void)
+raise_nofile(struct rdzv_server_conf *conf)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)g.max_clients + FD_RESERVE;
+	rlim_t want;
 	unsigned capped;
+
+	g.max_conns = conf->max_clients + conf->max_unauth;
+	want = (rlim_t)g.max_conns + FD_RESERVE;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		die(ESV_EXIT_SYSTEM, "getrlimit");
@@ -398,9 +412,15 @@ raise_nofile(void)
 	if (rl.rlim_cur < want) {
 		capped = rl.rlim_cur > 2 * FD_RESERVE ?
 		    rl.rlim_cur - FD_RESERVE : FD_RESERVE;
+		if (capped > conf->max_unauth + 1)
+			capped -= conf->max_unauth;
+		else
+			capped = 1;
 		warn_msg("--max-clients %u: only %llu fds: capped to %u",
-		    g.max_clients, (unsigned long long)rl.rlim_cur, capped);
-		g.max_clients = capped;
+		    conf->max_clients, (unsigned long long)rl.rlim_cur,
+		    capped);
+		conf->max_clients = capped;
+		g.max_conns = capped + conf->max_unauth;
 	}
 }
 
@@ -477,19 +497,23 @@ main(int argc, char *argv[])
 		{ "max-jobs", required_argument, NULL, 'j' },
 		{ "max-nodes", required_argument, NULL, 'n' },
 		{ "recovery-timeout", required_argument, NULL, 'r' },
+		{ "max-unauth", required_argument, NULL, 'u' },
+		{ "max-unauth-per-addr", required_argument, NULL, 'a' },
+		{ "auth-timeout", required_argument, NULL, 'T' },
 		{ "idle-exit", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rdzv_server_conf conf = { .heartbeat_ms = 400,
-	    .max_jobs = 1024, .max_nodes = 8192, .recovery_ms = 5000 };
+	    .max_jobs = 1024, .max_nodes = 8192, .recovery_ms = 5000,
+	    .max_clients = 4096, .max_unauth = 128, .max_unauth_per_addr = 16,
+	    .auth_ms = 2000 };
 	struct rdzv_server_ops ops = { op_send, op_close, NULL };
 	const char *listens[LISTEN_MAX];
 	char token[RDZV_TOKEN_MAX + 1];
 	int ch, nlisten = 0, lfd = -1, i;
 
-	g.max_clients = 4096;
 	while ((ch = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -508,8 +532,20 @@ main(int argc, char *argv[])
 			    3600000);
 			break;
 		case 'c':
-			g.max_clients = num_arg("--max-clients", optarg, 1,
+			conf.max_clients = num_arg("--max-clients", optarg, 1,
 			    1000000);
+			break;
+		case 'u':
+			conf.max_unauth = num_arg("--max-unauth", optarg, 1,
+			    100000);
+			break;
+		case 'a':
+			conf.max_unauth_per_addr = num_arg(
+			    "--max-unauth-per-addr", optarg, 1, 100000);
+			break;
+		case 'T':
+			conf.auth_ms = num_arg("--auth-timeout", optarg, 10,
+			    3600000);
 			break;
 		case 'j':
 			conf.max_jobs = num_arg("--max-jobs", optarg, 1,
@@ -546,7 +582,7 @@ main(int argc, char *argv[])
 		return ESV_EXIT_USAGE;
 	}
 	load_token(token, sizeof(token), true);
-	raise_nofile();
+	raise_nofile(&conf);
 	setup_loop();
 	g.srv = rdzv_server_new(&conf, &ops, token, mono_ms());
 	explicit_bzero(token, sizeof(token));

@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,10 @@ struct esv {
 
 	enum conn_state		 conn;
 	struct watch		 w, tw;
-	char			 nonce[RDZV_NONCE_LEN + 1];
+	char			 cnonce[RDZV_NONCE_LEN + 1];
+	uint8_t			 key[RDZV_KEY_LEN];	/* of this connection */
+	uint64_t		 seq_in, seq_out;
+	bool			 proven;	/* a line of the server's held */
 	unsigned		 hb_ms;
 	char			 in[RDZV_LINE_MAX];
 	size_t			 inlen;
@@ -62,6 +66,15 @@ struct esv {
 
 	enum want		 want;
 	long long		 join_deadline, barrier_deadline;
+	/*
+	 * Round numbers keep a late message from acting twice: a JOIN new
+	 * is answered by JOINED <round>, and only that round's ROUND is
+	 * taken; a RESTART of a round we joined or ran is old news.
+	 */
+	bool			 join_pending;	/* JOIN new sent, no JOINED */
+	bool			 joined;	/* JOINED joined_round came */
+	unsigned		 joined_round;
+	bool			 ran;		/* cur is a round we ran */
 	struct rdzv_round_msg	 cur;
 	char			 my_addr[RDZV_ADDR_MAX + 1];
 	unsigned		 my_port;
@@ -110,10 +123,12 @@ send_msg(struct esv *e, const struct rdzv_msg *m)
 
 	if (e->conn != C_UP)
 		return;
-	if ((n = rdzv_msg_format(line, sizeof(line), m)) == -1) {
+	if ((n = rdzv_msg_format_sealed(line, sizeof(line), m, e->key,
+	    RDZV_TO_SERVER, e->seq_out)) == -1) {
 		warn_msg("rendezvous: unable to format a message");
 		return;
 	}
+	e->seq_out++;
 	if (e->outlen + n > sizeof(e->out)) {
 		conn_lost(e, "server does not read");
 		return;
@@ -160,7 +175,7 @@ send_join(struct esv *e)
 	j->version = RDZV_PROTO_VERSION;
 	strlcpy(j->run_id, cfg->run_id, sizeof(j->run_id));
 	strlcpy(j->node_id, e->node_id, sizeof(j->node_id));
-	rdzv_mac(e->token, e->nonce, j->run_id, j->node_id, j->mac);
+	strlcpy(j->cnonce, e->cnonce, sizeof(j->cnonce));
 	j->nproc = cfg->nproc_per_node;
 	j->min_nodes = cfg->nnodes_min;
 	j->max_nodes = cfg->nnodes_max;
@@ -172,9 +187,16 @@ send_join(struct esv *e)
 	j->port = e->my_port;
 	j->state = e->want == W_RUNNING ? RS_RUNNING :
 	    e->want == W_BARRIER ? RS_DONE : RS_NEW;
-	j->round = e->cur.round;
-	j->group_rank = e->cur.group_rank;
-	j->group_world_size = e->cur.group_world_size;
+	if (j->state == RS_NEW) {
+		/* The first round we may join: one we have not run. */
+		j->round = e->ran ? e->cur.round + 1 : 0;
+		e->join_pending = true;
+		e->joined = false;
+	} else {
+		j->round = e->cur.round;
+		j->group_rank = e->cur.group_rank;
+		j->group_world_size = e->cur.group_world_size;
+	}
 	send_msg(e, &m);
 }
 
@@ -188,6 +210,8 @@ conn_close(struct esv *e)
 	e->w.fd = -1;
 	e->conn = C_DOWN;
 	e->inlen = e->outlen = 0;
+	e->join_pending = e->joined = e->proven = false;
+	explicit_bzero(e->key, sizeof(e->key));
 }
 
 /* Reconnect later, unless nothing is wanted of the server. */
@@ -230,15 +254,46 @@ fail(struct esv *e, const char *fmt, ...)
 	e->rz->cb.failed(e->rz->cb.ctx, why);
 }
 
+/* A ROUND we may act on: the ranks it gives fit in its world. */
+static bool
+round_sane(struct esv *e, const struct rdzv_round_msg *m)
+{
+	unsigned n = e->cfg->nproc_per_node;
+
+	if ((unsigned long long)m->base_rank + n <= m->world_size &&
+	    (unsigned long long)m->base_role_rank + n <= m->role_world_size)
+		return true;
+	warn_msg("rendezvous: %s: ROUND %u gives ranks %u..%u of %u (role "
+	    "%u..%u of %u) for %u workers: not starting them", e->endpoint,
+	    m->round, m->base_rank, m->base_rank + n - 1, m->world_size,
+	    m->base_role_rank, m->base_role_rank + n - 1, m->role_world_size,
+	    n);
+	return false;
+}
+
 static void
 on_round(struct esv *e, const struct rdzv_round_msg *m)
 {
 	struct rdzv_round r;
 
-	if (e->want != W_ROUND)
+	/* A round newer than ours: ours is over (its RESTART was lost). */
+	if (e->want == W_RUNNING && m->round > e->cur.round) {
+		info_msg("rendezvous: round %u assigned while running round "
+		    "%u", m->round, e->cur.round);
+		e->want = W_NOTHING;
+		e->rz->cb.membership_changed(e->rz->cb.ctx);
 		return;
+	}
+	if (e->want != W_ROUND || e->join_pending || !e->joined ||
+	    m->round != e->joined_round)
+		return;
+	if (!round_sane(e, m)) {
+		conn_lost(e, "inconsistent ROUND");
+		return;
+	}
 	e->want = W_RUNNING;
 	e->cur = *m;
+	e->ran = true;
 	e->participants = e->waiting = 0;
 	memset(&r, 0, sizeof(r));
 	r.round = m->round;
@@ -258,6 +313,22 @@ on_round(struct esv *e, const struct rdzv_round_msg *m)
 }
 
 static void
+on_restart(struct esv *e, unsigned round)
+{
+	if (e->want == W_RUNNING && round > e->cur.round) {
+		e->want = W_NOTHING;
+		e->rz->cb.membership_changed(e->rz->cb.ctx);
+	} else if (e->want == W_ROUND && !e->join_pending &&
+	    (!e->joined || round > e->joined_round)) {
+		/*
+		 * Only a RESTART of a round newer than the one we joined: one
+		 * sent before our JOIN arrived is answered by that JOIN.
+		 */
+		send_join(e);
+	}
+}
+
+static void
 on_err(struct esv *e, const char *code, const char *text)
 {
 	/* Refusals that retrying cannot cure end the join. */
@@ -271,47 +342,101 @@ on_err(struct esv *e, const char *code, const char *text)
 }
 
 static void
-on_line(struct esv *e, const char *line)
+on_greeting(struct esv *e, const struct rdzv_msg *m)
 {
-	struct rdzv_msg m;
-	char why[256];
-
-	e->last_rx = mono_ms();
-	if (rdzv_msg_parse(line, &m, why, sizeof(why)) == -1) {
-		warn_msg("rendezvous: %s: bad message: %s", e->endpoint, why);
-		conn_lost(e, "bad message");
+	if (m->verb != RV_HELLO || m->u.hello.version != RDZV_PROTO_VERSION) {
+		warn_msg("rendezvous: %s does not speak esv-rdzv protocol %d",
+		    e->endpoint, RDZV_PROTO_VERSION);
+		conn_lost(e, "wrong protocol");
 		return;
 	}
+	rdzv_nonce(e->cnonce);
+	rdzv_session_key(e->token, m->u.hello.nonce, e->cnonce, e->key);
+	e->seq_in = e->seq_out = 0;
+	e->proven = false;
+	e->hb_ms = m->u.hello.heartbeat_ms;
+	e->conn = C_UP;
+	/*
+	 * Someone else serves the endpoint: if that server goes, its
+	 * operator will want the port back, not find us on it.
+	 */
+	if (e->host_pid == 0 && e->cfg->rdzv.is_host != 1 &&
+	    !e->cfg->standalone)
+		e->may_host = false;
+	if (e->want != W_NOTHING)
+		send_join(e);
+	e->rz->cb.status_changed(e->rz->cb.ctx);
+}
+
+/*
+ * A line that is not sealed under our key is from no one who knows the
+ * token: a server with another token, or not esv-rdzv at all.  Nothing
+ * it says is acted on.
+ */
+static void
+unproven(struct esv *e, char *line, const char *why)
+{
+	struct rdzv_msg m;
+	char err[64];
+
+	if (!e->proven && rdzv_msg_parse(line, &m, err, sizeof(err)) == 0 &&
+	    m.verb == RV_ERR)
+		warn_msg("rendezvous: %s refused us without proving it knows "
+		    "the token (ERR %s %s): a wrong token_file, or not "
+		    "esv-rdzv; not trusted, retrying", e->endpoint,
+		    m.u.err.code, m.u.err.text);
+	else
+		warn_msg("rendezvous: %s failed to prove it knows the token "
+		    "(%s): not trusted, retrying", e->endpoint, why);
+	conn_lost(e, "server not proven");
+}
+
+static void
+on_line(struct esv *e, char *line)
+{
+	struct rdzv_msg m;
+	char why[256], copy[RDZV_LINE_MAX];
+
+	e->last_rx = mono_ms();
 	if (e->conn == C_GREETING) {
-		if (m.verb != RV_HELLO || m.u.hello.version !=
-		    RDZV_PROTO_VERSION) {
-			warn_msg("rendezvous: %s does not speak esv-rdzv "
-			    "protocol %d", e->endpoint, RDZV_PROTO_VERSION);
-			conn_lost(e, "wrong protocol");
+		if (rdzv_msg_parse(line, &m, why, sizeof(why)) == -1) {
+			warn_msg("rendezvous: %s: bad greeting: %s",
+			    e->endpoint, why);
+			conn_lost(e, "bad greeting");
 			return;
 		}
-		strlcpy(e->nonce, m.u.hello.nonce, sizeof(e->nonce));
-		e->hb_ms = m.u.hello.heartbeat_ms;
-		e->conn = C_UP;
+		on_greeting(e, &m);
+		return;
+	}
+	strlcpy(copy, line, sizeof(copy));
+	if (rdzv_msg_parse_sealed(line, &m, e->key, RDZV_TO_CLIENT,
+	    e->seq_in, why, sizeof(why)) == -1) {
+		if (strcmp(why, "bad MAC") == 0 ||
+		    strncmp(why, "not sealed", 10) == 0)
+			unproven(e, copy, why);
+		else {
+			warn_msg("rendezvous: %s: bad message: %s",
+			    e->endpoint, why);
+			conn_lost(e, "bad message");
+		}
+		return;
+	}
+	e->seq_in++;
+	if (!e->proven) {
+		e->proven = true;
 		e->backoff_ms = 0;
-		/*
-		 * Someone else serves the endpoint: if that server goes, its
-		 * operator will want the port back, not find us on it.
-		 */
-		if (e->host_pid == 0 && e->cfg->rdzv.is_host != 1 &&
-		    !e->cfg->standalone)
-			e->may_host = false;
 		if (e->outage_logged)
 			info_msg("rendezvous: connected to %s again",
 			    e->endpoint);
 		e->outage_logged = false;
-		if (e->want != W_NOTHING)
-			send_join(e);
-		e->rz->cb.status_changed(e->rz->cb.ctx);
-		return;
 	}
 	switch (m.verb) {
 	case RV_JOINED:
+		if (e->want == W_ROUND && e->join_pending) {
+			e->join_pending = false;
+			e->joined = true;
+			e->joined_round = m.u.joined.round;
+		}
 		e->participants = m.u.joined.participants;
 		e->waiting = m.u.joined.waiting;
 		e->rz->cb.status_changed(e->rz->cb.ctx);
@@ -320,11 +445,7 @@ on_line(struct esv *e, const char *line)
 		on_round(e, &m.u.round);
 		break;
 	case RV_RESTART:
-		if (e->want == W_RUNNING) {
-			e->want = W_NOTHING;
-			e->rz->cb.membership_changed(e->rz->cb.ctx);
-		} else if (e->want == W_ROUND)
-			send_join(e);
+		on_restart(e, m.u.n);
 		break;
 	case RV_WAITING:
 		e->waiting = m.u.n;

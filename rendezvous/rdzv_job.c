@@ -120,6 +120,7 @@ send_round(struct rdzv_server *srv, struct node *nd,
 	r->role_world_size = ra->role_world_size;
 	strlcpy(r->master_addr, master->addr, sizeof(r->master_addr));
 	r->master_port = master->port;
+	nd->assigned = *r;
 	srv_send(srv, nd->sc, &m);
 }
 
@@ -257,12 +258,43 @@ job_node_gone(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	job_gc(srv, job);
 }
 
+/*
+ * A JOIN new from a node already in the current round, asking for a
+ * round it has not run (j->round is the first it may join): its JOIN
+ * crossed our answer, or it lost the connection that carried it.  Say
+ * again what we said; it is no news of failed workers.
+ */
+static bool
+join_again(struct rdzv_server *srv, struct job *job, struct node *nd,
+    const struct rdzv_join *j)
+{
+	struct rdzv_msg m = { .verb = RV_ROUND };
+
+	if (nd == NULL || j->round > job->round)
+		return false;
+	if (nd->status == NS_JOINED && job->phase == JP_GATHERING) {
+		send_joined(srv, nd);
+		return true;
+	}
+	if (nd->status != NS_RUNNING || nd->round != job->round ||
+	    job->phase != JP_RUNNING)
+		return false;
+	info_msg("job %s: node %s joined round %u again", job->run_id,
+	    nd->id, job->round);
+	send_joined(srv, nd);
+	m.u.round = nd->assigned;
+	srv_send(srv, nd->sc, &m);
+	return true;
+}
+
 static void
 join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
     struct node *nd, const struct rdzv_join *j)
 {
 	unsigned next;
 
+	if (join_again(srv, job, nd, j))
+		return;
 	if (job->phase == JP_RECOVERING) {
 		if (nd == NULL || nd->status != NS_RUNNING) {
 			nd = node_set(job, sc, nd, j, NS_WAITING);
@@ -421,6 +453,15 @@ job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
 		srv_kill(srv, nd->sc, NULL);
 		nd->sc = sc;
 		sc->node = nd;
+	}
+	if (nd == NULL && j->state == RS_NEW && job->nnodes == 0 &&
+	    job->phase == JP_GATHERING && j->round > job->round) {
+		/*
+		 * A job made anew (this server restarted) numbers its rounds
+		 * on from those its nodes ran: a round number is never
+		 * given twice.
+		 */
+		job->round = j->round;
 	}
 	if (j->state == RS_NEW)
 		join_new(srv, job, sc, nd, j);

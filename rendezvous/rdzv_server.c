@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ rdzv_server_new(const struct rdzv_server_conf *conf,
 	TAILQ_INIT(&srv->closed_jobs);
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->dead);
+	TAILQ_INIT(&srv->unauth);
 	rdzv_server_set_token(srv, token);
 	return srv;
 }
@@ -48,6 +50,7 @@ rdzv_server_free(struct rdzv_server *srv)
 	jobs_free(srv);
 	while ((sc = TAILQ_FIRST(&srv->conns)) != NULL) {
 		TAILQ_REMOVE(&srv->conns, sc, entry);
+		explicit_bzero(sc->key, sizeof(sc->key));
 		free(sc);
 	}
 	while ((w = RB_MIN(warntree, &srv->warns)) != NULL) {
@@ -148,12 +151,20 @@ srv_send(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	char line[RDZV_LINE_MAX + 1];
 	int n;
 
-	if ((n = rdzv_msg_format(line, sizeof(line), m)) == -1) {
+	/* Before the session key, only the greeting and ERR go out. */
+	if (sc->authed)
+		n = rdzv_msg_format_sealed(line, sizeof(line), m, sc->key,
+		    RDZV_TO_CLIENT, sc->seq_out);
+	else
+		n = rdzv_msg_format(line, sizeof(line), m);
+	if (n == -1) {
 		/* Only a name from a JOIN goes out, and it was checked. */
 		warn_msg("%s: cannot format message %d", sc->peer, m->verb);
 		srv_kill(srv, sc, "internal error");
 		return;
 	}
+	if (sc->authed)
+		sc->seq_out++;
 	send_line(srv, sc, line, n);
 }
 
@@ -207,14 +218,42 @@ srv_kill(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *why)
 	if (sc->dead)
 		return;
 	sc->dead = true;
+	sc->linger = true;
 	sc->dead_why = why;
 	TAILQ_INSERT_TAIL(&srv->dead, sc, dead_entry);
+}
+
+void
+srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *code,
+    const char *text)
+{
+	struct rdzv_msg m = { .verb = RV_ERR };
+
+	strlcpy(m.u.err.code, code, sizeof(m.u.err.code));
+	strlcpy(m.u.err.text, text, sizeof(m.u.err.text));
+	srv_send(srv, sc, &m);
+	srv_kill(srv, sc, "dropped");
+	sc->linger = false;
+}
+
+/* sc leaves the pool of connections yet to authenticate. */
+static void
+unauth_leave(struct rdzv_server *srv, struct rdzv_sconn *sc)
+{
+	if (sc->authed)
+		return;
+	TAILQ_REMOVE(&srv->unauth, sc, unauth_entry);
+	srv->nunauth--;
 }
 
 static void
 conn_free(struct rdzv_server *srv, struct rdzv_sconn *sc)
 {
+	unauth_leave(srv, sc);
+	if (sc->authed)
+		srv->nauthed--;
 	TAILQ_REMOVE(&srv->conns, sc, entry);
+	explicit_bzero(sc->key, sizeof(sc->key));
 	free(sc);
 }
 
@@ -233,9 +272,48 @@ reap(struct rdzv_server *srv)
 			job_node_gone(srv, sc, sc->dead_why);
 		if (sc->dead_why != NULL && srv->conf.verbose)
 			info_msg("%s: closed: %s", sc->peer, sc->dead_why);
-		srv->ops.close(srv->ops.ctx, sc->conn);
+		srv->ops.close(srv->ops.ctx, sc->conn, sc->linger);
 		conn_free(srv, sc);
 	}
+}
+
+/*
+ * Room for one more connection yet to authenticate: the oldest of its
+ * address goes if that address has its share, else the oldest of all if
+ * the pool is full.  A node authenticates within a round trip of its
+ * greeting, so a flood must outpace that to keep it out.
+ */
+static void
+unauth_make_room(struct rdzv_server *srv, const char *ip)
+{
+	struct rdzv_sconn *sc, *oldest = NULL;
+	unsigned same = 0;
+	bool by_addr;
+
+	TAILQ_FOREACH(sc, &srv->unauth, unauth_entry) {
+		if (sc->dead || strcmp(sc->ip, ip) != 0)
+			continue;
+		if (oldest == NULL)
+			oldest = sc;
+		same++;
+	}
+	by_addr = same >= srv->conf.max_unauth_per_addr;
+	if (!by_addr) {
+		oldest = NULL;
+		if (srv->nunauth >= srv->conf.max_unauth)
+			TAILQ_FOREACH(sc, &srv->unauth, unauth_entry)
+				if (!sc->dead) {
+					oldest = sc;
+					break;
+				}
+	}
+	if (oldest == NULL)
+		return;
+	rdzv_server_warn(srv, oldest->ip, srv->now, "%s: dropped: %u "
+	    "connections yet to authenticate%s", oldest->peer,
+	    by_addr ? same : srv->nunauth, by_addr ? " from its address" : "");
+	srv_drop(srv, oldest, "limit", "too many connections yet to "
+	    "authenticate");
 }
 
 struct rdzv_sconn *
@@ -248,6 +326,8 @@ rdzv_server_accept(struct rdzv_server *srv, void *conn, const char *peer,
 	int n;
 
 	srv->now = now;
+	unauth_make_room(srv, ip);
+	reap(srv);
 	if ((sc = calloc(1, sizeof(*sc))) == NULL)
 		return NULL;
 	sc->conn = conn;
@@ -264,6 +344,8 @@ rdzv_server_accept(struct rdzv_server *srv, void *conn, const char *peer,
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&srv->conns, sc, entry);
+	TAILQ_INSERT_TAIL(&srv->unauth, sc, unauth_entry);
+	srv->nunauth++;
 	if (srv->conf.verbose)
 		info_msg("%s: connected", peer);
 	return sc;
@@ -273,31 +355,65 @@ static void
 on_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
     const struct rdzv_join *j)
 {
-	char mac[RDZV_MAC_LEN + 1];
+	if (strcmp(sc->run_id, j->run_id) != 0 ||
+	    strcmp(sc->node_id, j->node_id) != 0 ||
+	    strcmp(sc->cnonce, j->cnonce) != 0) {
+		srv_refuse(srv, sc, "proto", "JOIN: run id, node id and nonce "
+		    "must be those of the first JOIN");
+		return;
+	}
+	job_join(srv, sc, j);
+}
 
-	if (j->version != RDZV_PROTO_VERSION) {
+/*
+ * The first line: a JOIN, sealed under the key of both nonces.  Its seal
+ * proves the client knows the token, and our answers, sealed under the
+ * same key, prove to the client that we do.
+ */
+static void
+on_first_line(struct rdzv_server *srv, struct rdzv_sconn *sc, char *line)
+{
+	char mac[RDZV_MAC_LEN + 1], err[256];
+	struct rdzv_msg m;
+	unsigned version;
+	bool sealed;
+
+	if (sscanf(line, "JOIN %u ", &version) == 1 &&
+	    version != RDZV_PROTO_VERSION) {
 		srv_refuse(srv, sc, "version", "%u not supported, this "
-		    "server speaks %d", j->version, RDZV_PROTO_VERSION);
+		    "server speaks %d", version, RDZV_PROTO_VERSION);
 		return;
 	}
-	if (sc->authed && (strcmp(sc->run_id, j->run_id) != 0 ||
-	    strcmp(sc->node_id, j->node_id) != 0)) {
-		srv_refuse(srv, sc, "proto", "JOIN: run id and node id must "
-		    "be those of the first JOIN");
+	sealed = rdzv_unseal_split(line, mac) == 0;
+	if (rdzv_msg_parse(line, &m, err, sizeof(err)) == -1) {
+		srv_refuse(srv, sc, "proto", "%s", err);
 		return;
 	}
-	rdzv_mac(srv->token, sc->nonce, j->run_id, j->node_id, mac);
-	if (!rdzv_mac_equal(mac, j->mac)) {
+	if (!sealed || m.verb != RV_JOIN) {
+		srv_refuse(srv, sc, "proto", "a sealed JOIN expected");
+		return;
+	}
+	rdzv_session_key(srv->token, sc->nonce, m.u.join.cnonce, sc->key);
+	if (!rdzv_seal_ok(line, mac, sc->key, RDZV_TO_SERVER, 0)) {
 		rdzv_server_warn(srv, sc->ip, srv->now, "%s: line %lu: job %s "
-		    "node %s: bad token", sc->peer, sc->lineno, j->run_id,
-		    j->node_id);
+		    "node %s: bad token", sc->peer, sc->lineno,
+		    m.u.join.run_id, m.u.join.node_id);
 		hangup(srv, sc, "auth", "bad token");
 		return;
 	}
+	if (srv->nauthed >= srv->conf.max_clients) {
+		srv_refuse(srv, sc, "limit", "%u nodes connected already",
+		    srv->nauthed);
+		return;
+	}
+	unauth_leave(srv, sc);
 	sc->authed = true;
-	strlcpy(sc->run_id, j->run_id, sizeof(sc->run_id));
-	strlcpy(sc->node_id, j->node_id, sizeof(sc->node_id));
-	job_join(srv, sc, j);
+	srv->nauthed++;
+	sc->seq_in = 1;
+	strlcpy(sc->run_id, m.u.join.run_id, sizeof(sc->run_id));
+	strlcpy(sc->node_id, m.u.join.node_id, sizeof(sc->node_id));
+	strlcpy(sc->cnonce, m.u.join.cnonce, sizeof(sc->cnonce));
+	on_join(srv, sc, &m.u.join);
 }
 
 static void
@@ -314,12 +430,13 @@ on_line(struct rdzv_server *srv, struct rdzv_sconn *sc, char *line,
 	line[len - 1] = '\0';
 	if (srv->conf.verbose)
 		info_msg("%s: < %s", sc->peer, line);
-	if (rdzv_msg_parse(line, &m, err, sizeof(err)) == -1) {
-		srv_refuse(srv, sc, "proto", "%s", err);
+	if (!sc->authed) {
+		on_first_line(srv, sc, line);
 		return;
 	}
-	if (!sc->authed && m.verb != RV_JOIN) {
-		srv_refuse(srv, sc, "proto", "JOIN expected");
+	if (rdzv_msg_parse_sealed(line, &m, sc->key, RDZV_TO_SERVER,
+	    sc->seq_in++, err, sizeof(err)) == -1) {
+		srv_refuse(srv, sc, "proto", "%s", err);
 		return;
 	}
 	switch (m.verb) {
@@ -400,32 +517,52 @@ heartbeat(struct rdzv_server *srv)
 	struct rdzv_sconn *sc;
 
 	TAILQ_FOREACH(sc, &srv->conns, entry) {
-		if (sc->dead)
+		if (sc->dead || !sc->authed)
 			continue;
-		if (!sc->authed && srv->now - sc->since >= dead_after) {
-			srv_refuse(srv, sc, "proto", "no JOIN within %lld ms",
-			    dead_after);
-		} else if (sc->authed && srv->now - sc->last_line >=
-		    dead_after) {
+		if (srv->now - sc->last_line >= dead_after) {
 			info_msg("%s: heartbeat lost", sc->peer);
 			srv_kill(srv, sc, "heartbeat");
-		} else if (sc->authed)
+		} else
 			srv_send(srv, sc, &ping);
 	}
 	srv->next_ping = srv->now + srv->conf.heartbeat_ms;
 }
 
+/* Drop who has not authenticated in time; the next such deadline. */
+static long long
+unauth_expire(struct rdzv_server *srv)
+{
+	struct rdzv_sconn *sc;
+	char text[64];
+
+	TAILQ_FOREACH(sc, &srv->unauth, unauth_entry) {
+		if (sc->dead)
+			continue;
+		if (srv->now - sc->since < srv->conf.auth_ms)
+			return sc->since + srv->conf.auth_ms;
+		rdzv_server_warn(srv, sc->ip, srv->now, "%s: no good JOIN "
+		    "within %u ms", sc->peer, srv->conf.auth_ms);
+		snprintf(text, sizeof(text), "no JOIN within %u ms",
+		    srv->conf.auth_ms);
+		srv_drop(srv, sc, "proto", text);
+	}
+	return LLONG_MAX;
+}
+
 long long
 rdzv_server_tick(struct rdzv_server *srv, long long now)
 {
-	long long next;
+	long long next, auth;
 
 	srv->now = now;
 	if (now >= srv->next_ping)
 		heartbeat(srv);
 	jobs_tick(srv);
+	auth = unauth_expire(srv);
 	reap(srv);
 	warns_expire(srv);
 	next = jobs_next_deadline(srv);
+	if (auth < next)
+		next = auth;
 	return next < srv->next_ping ? next : srv->next_ping;
 }

@@ -19,6 +19,17 @@ struct rdzv_server_conf {
 	unsigned	max_nodes;	/* per job */
 	unsigned	recovery_ms;
 	bool		verbose;	/* log every message */
+	/*
+	 * Connections that have not authenticated have a pool of their own,
+	 * so that a flood of them never keeps a node out: a new one pushes
+	 * out the oldest of its address (past max_unauth_per_addr) or of
+	 * all (past max_unauth), and each has auth_ms to send a good JOIN.
+	 * max_clients bounds the authenticated ones.
+	 */
+	unsigned	max_clients;
+	unsigned	max_unauth;
+	unsigned	max_unauth_per_addr;
+	unsigned	auth_ms;
 };
 
 struct rdzv_server_ops {
@@ -29,9 +40,10 @@ struct rdzv_server_ops {
 	int	(*send)(void *ctx, void *conn, const char *line, size_t len);
 	/*
 	 * The server is done with conn: flush what is queued, then hang
-	 * up.  The server never names conn again.
+	 * up (after letting the peer read it, if linger).  The server
+	 * never names conn again.
 	 */
-	void	(*close)(void *ctx, void *conn);
+	void	(*close)(void *ctx, void *conn, bool linger);
 	void	*ctx;
 };
 

@@ -41,6 +41,7 @@ struct node {
 	enum node_status	 status;
 	unsigned		 nproc, port;
 	unsigned		 group_rank, round;	/* RUNNING, FINISHED */
+	struct rdzv_round_msg	 assigned;	/* its ROUND, to say again */
 	bool			 released;
 	char			 id[RDZV_NAME_MAX + 1];
 	char			 role[RDZV_NAME_MAX + 1];
@@ -69,11 +70,16 @@ RB_PROTOTYPE(jobtree, job, rb, job_cmp)
 struct rdzv_sconn {
 	TAILQ_ENTRY(rdzv_sconn)	 entry;		/* srv->conns */
 	TAILQ_ENTRY(rdzv_sconn)	 dead_entry;	/* srv->dead */
+	TAILQ_ENTRY(rdzv_sconn)	 unauth_entry;	/* srv->unauth, oldest first */
 	void			*conn;		/* the transport's */
 	struct node		*node;
-	bool			 authed;	/* a JOIN's mac was good */
+	bool			 authed;	/* a JOIN's seal held */
 	bool			 dead;
+	bool			 linger;	/* let the peer read our ERR */
 	const char		*dead_why;	/* NULL: silently */
+	uint64_t		 seq_in, seq_out;
+	uint8_t			 key[RDZV_KEY_LEN];
+	char			 cnonce[RDZV_NONCE_LEN + 1];
 	unsigned long		 lineno;
 	long long		 since, last_line;
 	size_t			 inlen;
@@ -99,7 +105,8 @@ struct rdzv_server {
 	struct jobtree		 jobs;
 	unsigned		 njobs;
 	TAILQ_HEAD(, job)	 closed_jobs;	/* oldest first */
-	TAILQ_HEAD(, rdzv_sconn) conns, dead;
+	TAILQ_HEAD(, rdzv_sconn) conns, dead, unauth;
+	unsigned		 nauthed, nunauth;
 	struct warntree		 warns;
 	char			 token[RDZV_TOKEN_MAX + 1];
 };
@@ -114,6 +121,9 @@ void	srv_refuse(struct rdzv_server *srv, struct rdzv_sconn *sc,
 /* Hang up sc once the current event is handled (why NULL: silently). */
 void	srv_kill(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const char *why);
+/* Send ERR code text and hang up at once, without lingering. */
+void	srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    const char *code, const char *text);
 
 /* rdzv_table.c */
 struct job *job_find(struct rdzv_server *srv, const char *run_id);

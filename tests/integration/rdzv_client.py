@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A tiny esv-rdzv client (protocol v1, see esv-rdzv(8)), stdlib only.
+"""A tiny esv-rdzv client (protocol v2, see esv-rdzv(8)), stdlib only.
 
 As a library: fake nodes and bad clients for the integration tests.
 
@@ -7,6 +7,11 @@ As a library: fake nodes and bad clients for the integration tests.
     c = connect(addr)                   # reads the ESV-RDZV greeting
     c.join("job", "node-a", token, min_nodes=2, max_nodes=3)
     c.read_line(5)                      # "JOINED 0 1 0", PINGs answered
+
+From its first JOIN on, a Client seals what it sends and checks the seal
+of what it reads: read_line() gives a line without its seal, or, if the
+seal does not hold, the line as it came with c.unsealed set (the server's
+ERR before the session key, or a server that does not know the token).
 
 As a command:
 
@@ -22,19 +27,40 @@ Received lines go to stdout, one per line, PINGs left out.
 import argparse
 import hashlib
 import hmac
+import os
 import select
 import socket
 import subprocess
 import sys
 import time
 
-__all__ = ["Client", "connect", "mac", "load_token", "start_server"]
+__all__ = ["Client", "connect", "session_key", "seal", "unseal",
+           "load_token", "start_server"]
+
+VERSION = 2
+TO_SERVER, TO_CLIENT = "c", "s"
 
 
-def mac(token, nonce, run_id, node_id):
-    """The JOIN proof: hex HMAC-SHA256 of "<nonce> <run_id> <node_id>"."""
-    msg = "%s %s %s" % (nonce, run_id, node_id)
-    return hmac.new(token.encode(), msg.encode(), hashlib.sha256).hexdigest()
+def session_key(token, snonce, cnonce):
+    """HMAC-SHA256, keyed with the token, of the two nonces."""
+    msg = "esv-rdzv 2 session %s %s" % (snonce, cnonce)
+    return hmac.new(token.encode(), msg.encode(), hashlib.sha256).digest()
+
+
+def seal(key, direction, seq, line):
+    """line + " " + hex HMAC-SHA256 under key of "<dir> <seq> <line>"."""
+    msg = "%s %d %s" % (direction, seq, line)
+    return line + " " + hmac.new(key, msg.encode(),
+                                 hashlib.sha256).hexdigest()
+
+
+def unseal(key, direction, seq, line):
+    """The text of a sealed line, or None if its seal does not hold."""
+    text, _, mac = line.rpartition(" ")
+    if not text or len(mac) != 64:
+        return None
+    want = seal(key, direction, seq, text).rpartition(" ")[2]
+    return text if hmac.compare_digest(want, mac) else None
 
 
 def load_token(path):
@@ -60,6 +86,10 @@ class Client:
         self.nonce = None
         self.heartbeat_ms = None
         self.hello = None
+        self.key = None
+        self.cnonce = os.urandom(16).hex()
+        self.seq_in = self.seq_out = 0
+        self.unsealed = False
         if greet:
             self.hello = self.read_line(timeout)
             if self.hello is None or not self.hello.startswith("ESV-RDZV "):
@@ -80,7 +110,11 @@ class Client:
         finally:
             self.sock.setblocking(False)
 
-    def send_line(self, line):
+    def send_line(self, line, sealed=True):
+        """line, sealed once there is a key unless sealed is False."""
+        if self.key is not None and sealed:
+            line = seal(self.key, TO_SERVER, self.seq_out, line)
+            self.seq_out += 1
         self.send_raw(line + "\n")
 
     def _fill(self, deadline):
@@ -114,6 +148,14 @@ class Client:
                 self._fill(deadline)
             line, self.buf = self.buf.split(b"\n", 1)
             line = line.decode("ascii", "replace")
+            self.unsealed = False
+            if self.key is not None:
+                text = unseal(self.key, TO_CLIENT, self.seq_in, line)
+                if text is None:
+                    self.unsealed = True
+                else:
+                    self.seq_in += 1
+                    line = text
             if line == "PING" and skip_ping:
                 if answer_ping:
                     self.send_line("PING")
@@ -136,14 +178,15 @@ class Client:
     def join(self, run_id, node_id, token, nproc=1, min_nodes=1,
              max_nodes=1, last_call_ms=0, role="default", addr="127.0.0.1",
              port=29500, state="new", round=0, group_rank=0,
-             group_world_size=1, version=1, proof=None):
-        if proof is None:
-            proof = mac(token, self.nonce, run_id, node_id)
-        line = "JOIN %d %s %s %s %d %d %d %d %s %s %d %s" % (
-            version, run_id, node_id, proof, nproc, min_nodes, max_nodes,
-            last_call_ms, role, addr, port, state)
+             group_world_size=1, version=VERSION):
+        """JOIN; round: for new, the first round it may join."""
+        if self.key is None:
+            self.key = session_key(token, self.nonce, self.cnonce)
+        line = "JOIN %d %s %s %s %d %d %d %d %s %s %d %s %d" % (
+            version, run_id, node_id, self.cnonce, nproc, min_nodes,
+            max_nodes, last_call_ms, role, addr, port, state, round)
         if state != "new":
-            line += " %d %d %d" % (round, group_rank, group_world_size)
+            line += " %d %d" % (group_rank, group_world_size)
         self.send_line(line)
 
     def ping(self):
@@ -207,8 +250,8 @@ def smoke(addr, token):
     check(c.read_line() == "JOINED 1 1 0", "c joined round 1")
     check(a.read_line() == "RESTART 1", "a restarts")
     check(b.read_line() == "RESTART 1", "b restarts")
-    a.join("smoke", "a", token, **kw)
-    b.join("smoke", "b", token, **kw)
+    a.join("smoke", "a", token, round=1, **kw)
+    b.join("smoke", "b", token, round=1, **kw)
     check(a.read_line().startswith("JOINED 1 "), "a rejoined")
     check(b.read_line().startswith("JOINED 1 "), "b rejoined")
     rounds = [fields(x.read_line()) for x in (a, b, c)]
@@ -227,8 +270,8 @@ def smoke(addr, token):
     c.close()
     check(a.read_line() == "RESTART 2", "a restarts on c's loss")
     check(b.read_line() == "RESTART 2", "b restarts on c's loss")
-    a.join("smoke", "a", token, **kw)
-    b.join("smoke", "b", token, **kw)
+    a.join("smoke", "a", token, round=2, **kw)
+    b.join("smoke", "b", token, round=2, **kw)
     a.read_line(), b.read_line()
     ra, rb = fields(a.read_line()), fields(b.read_line())
     check(ra[:4] == ["ROUND", "2", "0", "2"], ra)
@@ -289,7 +332,8 @@ def main():
     j.add_argument("node_id")
     for opt, default in (("nproc", 1), ("min", 1), ("max", 1),
                          ("last-call", 0), ("port", 29500), ("round", 0),
-                         ("group-rank", 0), ("world", 1), ("version", 1)):
+                         ("group-rank", 0), ("world", 1),
+                         ("version", VERSION)):
         j.add_argument("--" + opt, type=int, default=default)
     j.add_argument("--role", default="default")
     j.add_argument("--node-addr", default="127.0.0.1")
@@ -316,7 +360,7 @@ def main():
         return 0
     if a.cmd == "raw":
         for line in a.lines:
-            c.send_line(line)
+            c.send_line(line, sealed=False)
         a.until, a.interactive = "", False
     else:
         c.join(a.run_id, a.node_id, load_token(a.token_file), a.nproc,

@@ -19,12 +19,20 @@
 #define TOKEN	"test-token-0123456789"
 #define HB	100
 #define RECOVERY 1000
-#define NCONN	12
+#define NCONN	16
 #define NLINES	128
+#define MAX_CLIENTS	10
+#define MAX_UNAUTH	6
+#define MAX_UNAUTH_ADDR	4
 
 struct fconn {
 	struct rdzv_sconn	*sc;
 	char			 nonce[RDZV_NONCE_LEN + 1];
+	char			 cnonce[RDZV_NONCE_LEN + 1];
+	uint8_t			 key[RDZV_KEY_LEN];
+	bool			 keyed;		/* a JOIN went out: seal */
+	uint64_t		 seq_in, seq_out;
+	int			 ran;		/* last ROUND received, or -1 */
 	char			 lines[NLINES][RDZV_LINE_MAX + 1];
 	unsigned		 n, read;
 	bool			 closed, stuck;
@@ -44,6 +52,8 @@ static int
 fake_send(void *ctx, void *conn, const char *line, size_t len)
 {
 	struct fconn *c = conn;
+	char mac[RDZV_MAC_LEN + 1];
+	int round;
 
 	(void)ctx;
 	assert_false(c->closed);
@@ -52,20 +62,33 @@ fake_send(void *ctx, void *conn, const char *line, size_t len)
 		errno = ENOBUFS;	/* as esv-rdzv says a full queue */
 		return -1;
 	}
-	if (!c->pings && strcmp(line, "PING\n") == 0)
-		return 0;
 	assert_true(c->n < NLINES);
 	memcpy(c->lines[c->n], line, len - 1);
-	c->lines[c->n++][len - 1] = '\0';
+	c->lines[c->n][len - 1] = '\0';
+	/* Sealed lines are kept without their seal; others marked "!". */
+	if (c->keyed && rdzv_unseal_split(c->lines[c->n], mac) == 0 &&
+	    rdzv_seal_ok(c->lines[c->n], mac, c->key, RDZV_TO_CLIENT,
+	    c->seq_in))
+		c->seq_in++;
+	else if (c->keyed) {
+		snprintf(c->lines[c->n], sizeof(c->lines[c->n]), "!%.*s",
+		    (int)len - 1, line);
+	}
+	if (sscanf(c->lines[c->n], "ROUND %d ", &round) == 1)
+		c->ran = round;
+	if (!c->pings && strcmp(c->lines[c->n], "PING") == 0)
+		return 0;
+	c->n++;
 	return 0;
 }
 
 static void
-fake_close(void *ctx, void *conn)
+fake_close(void *ctx, void *conn, bool linger)
 {
 	struct fconn *c = conn;
 
 	(void)ctx;
+	(void)linger;
 	assert_false(c->closed);
 	c->closed = true;
 	c->sc = NULL;
@@ -74,9 +97,13 @@ fake_close(void *ctx, void *conn)
 static struct fx *
 fx_new(unsigned max_jobs)
 {
-	struct rdzv_server_conf conf = { HB, max_jobs, 16, RECOVERY, false };
+	struct rdzv_server_conf conf = { .heartbeat_ms = HB,
+	    .max_jobs = max_jobs, .max_nodes = 16, .recovery_ms = RECOVERY,
+	    .max_clients = MAX_CLIENTS, .max_unauth = MAX_UNAUTH,
+	    .max_unauth_per_addr = MAX_UNAUTH_ADDR, .auth_ms = 3 * HB };
 	struct rdzv_server_ops ops = { fake_send, fake_close, NULL };
 	struct fx *fx;
+	unsigned i;
 
 	fx = calloc(1, sizeof(*fx));
 	assert_non_null(fx);
@@ -85,6 +112,8 @@ fx_new(unsigned max_jobs)
 	fx->max = 3;
 	fx->srv = rdzv_server_new(&conf, &ops, TOKEN, fx->now);
 	assert_non_null(fx->srv);
+	for (i = 0; i < NCONN; i++)
+		fx->c[i].ran = -1;
 	return fx;
 }
 
@@ -132,15 +161,17 @@ expect_none(struct fconn *c)
 }
 
 static struct fconn *
-fc_connect(struct fx *fx, unsigned i)
+fc_connect_from(struct fx *fx, unsigned i, const char *ip)
 {
 	struct fconn *c = &fx->c[i];
 	struct rdzv_msg m;
-	char err[256];
+	char err[256], peer[64];
+	int ran = c->ran;
 
 	memset(c, 0, sizeof(*c));
-	c->sc = rdzv_server_accept(fx->srv, c, "10.0.0.9:4000", "10.0.0.9",
-	    fx->now);
+	c->ran = ran;	/* the node's memory outlives its connection */
+	snprintf(peer, sizeof(peer), "%s:%u", ip, 4000 + i);
+	c->sc = rdzv_server_accept(fx->srv, c, peer, ip, fx->now);
 	assert_non_null(c->sc);
 	assert_int_equal(rdzv_msg_parse(next_line(c), &m, err, sizeof(err)),
 	    0);
@@ -150,11 +181,46 @@ fc_connect(struct fx *fx, unsigned i)
 	return c;
 }
 
+static struct fconn *
+fc_connect(struct fx *fx, unsigned i)
+{
+	return fc_connect_from(fx, i, "10.0.0.9");
+}
+
+static void
+say_raw(struct fx *fx, struct fconn *c, const char *bytes)
+{
+	assert_non_null(c->sc);
+	rdzv_server_input(fx->srv, c->sc, bytes, strlen(bytes), fx->now);
+}
+
+/* The seal of line (no '\n') as the client's next line. */
+static void
+seal(struct fconn *c, const char *line, char *out, size_t len)
+{
+	char msg[RDZV_LINE_MAX + 32], mac[RDZV_MAC_LEN + 1];
+
+	snprintf(msg, sizeof(msg), "%c %llu %s", RDZV_TO_SERVER,
+	    (unsigned long long)c->seq_out++, line);
+	rdzv_hmac_hex(c->key, RDZV_KEY_LEN, msg, mac);
+	snprintf(out, len, "%s %s\n", line, mac);
+}
+
+/* A whole line goes sealed once the connection has a key. */
 static void
 say(struct fx *fx, struct fconn *c, const char *line)
 {
-	assert_non_null(c->sc);
-	rdzv_server_input(fx->srv, c->sc, line, strlen(line), fx->now);
+	char text[RDZV_LINE_MAX], sealed[RDZV_LINE_MAX + 80];
+	size_t n = strlen(line);
+
+	if (!c->keyed || n == 0 || line[n - 1] != '\n' ||
+	    memchr(line, '\n', n - 1) != NULL) {
+		say_raw(fx, c, line);
+		return;
+	}
+	snprintf(text, sizeof(text), "%.*s", (int)n - 1, line);
+	seal(c, text, sealed, sizeof(sealed));
+	say_raw(fx, c, sealed);
 }
 
 static void
@@ -177,25 +243,43 @@ advance(struct fx *fx, long long ms)
 		for (i = 0; i < NCONN; i++)
 			if (fx->c[i].joined && !fx->c[i].silent &&
 			    fx->c[i].sc != NULL)
-				rdzv_server_input(fx->srv, fx->c[i].sc,
-				    "PING\n", 5, fx->now);
+				say(fx, &fx->c[i], "PING\n");
 		fx->now += step;
 		ms -= step;
 		rdzv_server_tick(fx->srv, fx->now);
 	}
 }
 
+/* The session key, as a client makes it on its first JOIN. */
+static void
+fc_key(struct fconn *c)
+{
+	if (c->keyed)
+		return;
+	rdzv_nonce(c->cnonce);
+	rdzv_session_key(TOKEN, c->nonce, c->cnonce, c->key);
+	c->keyed = true;
+}
+
+/*
+ * JOIN with tail "new" asks for a round past the last this connection's
+ * node ran, as the client does ("new N" to say otherwise).
+ */
 static void
 join_full(struct fx *fx, struct fconn *c, const char *run, const char *node,
     unsigned nproc, const char *role, const char *tail)
 {
-	char mac[RDZV_MAC_LEN + 1], line[RDZV_LINE_MAX];
+	char line[RDZV_LINE_MAX], t[64];
 
 	c->joined = true;
-	rdzv_mac(TOKEN, c->nonce, run, node, mac);
-	snprintf(line, sizeof(line), "JOIN 1 %s %s %s %u %u %u %u %s %s %u "
-	    "%s\n", run, node, mac, nproc, fx->min, fx->max, fx->last_call,
-	    role, node, 29500, tail);
+	fc_key(c);
+	if (strcmp(tail, "new") == 0) {
+		snprintf(t, sizeof(t), "new %d", c->ran + 1);
+		tail = t;
+	}
+	snprintf(line, sizeof(line), "JOIN 2 %s %s %s %u %u %u %u %s %s %u "
+	    "%s\n", run, node, c->cnonce, nproc, fx->min, fx->max,
+	    fx->last_call, role, node, 29500, tail);
 	say(fx, c, line);
 }
 
@@ -531,7 +615,7 @@ test_bad_clients(void **state)
 	expect(c, "ROUND 0 0 1 0 4 0 4 n0 29500");
 
 	say(fx, fc_connect(fx, 1), "PING\n");
-	expect(&fx->c[1], "ERR proto JOIN expected");
+	expect(&fx->c[1], "ERR proto a sealed JOIN expected");
 	assert_true(fx->c[1].closed);
 	say(fx, fc_connect(fx, 2), "\x7f" "ELF garbage\n");
 	expect(&fx->c[2], "ERR proto control or non-ASCII byte");
@@ -556,15 +640,21 @@ test_bad_clients(void **state)
 	expect(&fx->c[6], "ERR proto ROUND is not a client message");
 	expect(c, "WAITING 1");
 	expect(c, "WAITING 0");
-	/* A bad token, another version. */
+	/* A bad token, another version, an unsealed JOIN. */
 	fc_connect(fx, 7);
-	say(fx, &fx->c[7], "JOIN 1 job x 00000000000000000000000000000000"
-	    "00000000000000000000000000000000 4 1 1 0 r a 1 new\n");
+	say(fx, &fx->c[7], "JOIN 2 job x 00000000000000000000000000000000"
+	    " 4 1 1 0 r a 1 new 0 0000000000000000000000000000000000000000"
+	    "000000000000000000000000\n");
 	expect(&fx->c[7], "ERR auth bad token");
+	assert_true(fx->c[7].closed);
 	fc_connect(fx, 8);
-	say(fx, &fx->c[8], "JOIN 2 job x 00000000000000000000000000000000"
+	say(fx, &fx->c[8], "JOIN 1 job x 00000000000000000000000000000000"
 	    "00000000000000000000000000000000 4 1 1 0 r a 1 new\n");
-	expect(&fx->c[8], "ERR version 2 not supported, this server speaks 1");
+	expect(&fx->c[8], "ERR version 1 not supported, this server speaks 2");
+	fc_connect(fx, 9);
+	say(fx, &fx->c[9], "JOIN 2 job x 00000000000000000000000000000000"
+	    " 4 1 1 0 r a 1 new 0\n");
+	expect(&fx->c[9], "ERR proto a sealed JOIN expected");
 	/* The running node saw none of it. */
 	expect_none(c);
 	assert_false(c->closed);
@@ -574,13 +664,16 @@ static void
 test_split_lines(void **state)
 {
 	struct fx *fx = *state;
-	char mac[RDZV_MAC_LEN + 1], line[RDZV_LINE_MAX];
+	char text[RDZV_LINE_MAX], line[2 * RDZV_LINE_MAX];
 	struct fconn *c = fc_connect(fx, 0);
-	size_t i;
+	size_t i, n;
 
-	rdzv_mac(TOKEN, c->nonce, "job", "n0", mac);
-	snprintf(line, sizeof(line), "JOIN 1 job n0 %s 4 2 3 0 r a 1 new\n"
-	    "PING\n", mac);
+	fc_key(c);
+	snprintf(text, sizeof(text), "JOIN 2 job n0 %s 4 2 3 0 r a 1 new 0",
+	    c->cnonce);
+	seal(c, text, line, sizeof(line));
+	n = strlen(line);
+	seal(c, "PING", line + n, sizeof(line) - n);
 	for (i = 0; line[i] != '\0'; i++)
 		rdzv_server_input(fx->srv, c->sc, &line[i], 1, fx->now);
 	expect(c, "JOINED 0 1 0");
@@ -717,7 +810,6 @@ static void
 test_limits(void **state)
 {
 	struct fx *fx = fx_new(2);
-	char mac[RDZV_MAC_LEN + 1], line[RDZV_LINE_MAX];
 
 	(void)state;
 	fx->min = 1;
@@ -745,13 +837,124 @@ test_limits(void **state)
 	lose(fx, &fx->c[1]);
 	assert_int_equal(rdzv_server_njobs(fx->srv), 1);
 	fc_connect(fx, 5);
-	rdzv_mac(TOKEN, fx->c[5].nonce, "j1", "a", mac);
-	snprintf(line, sizeof(line), "JOIN 1 j1 a %s 1 1 17 0 r a 1 new\n",
-	    mac);
-	say(fx, &fx->c[5], line);
+	fx->max = 17;
+	join_full(fx, &fx->c[5], "j1", "a", 1, "r", "new");
 	expect(&fx->c[5], "ERR limit max 17 above this server's limit of 16");
 	rdzv_server_free(fx->srv);
 	free(fx);
+}
+
+/*
+ * A node's JOIN crossed the RESTART sent before it arrived, and the node
+ * joined again on that RESTART: the second JOIN asks for the round the
+ * first one got it into.  It is said the same answer again, never read
+ * as its workers failing (which would open a round the others are not
+ * told of while it runs the old one).
+ */
+static void
+test_join_twice(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	expect(join(fx, 2, "new"), "JOINED 1 1 0");
+	expect(&fx->c[0], "RESTART 1");
+	expect(&fx->c[1], "RESTART 1");
+	expect(join(fx, 0, "new"), "JOINED 1 2 0");
+	expect(join(fx, 1, "new"), "JOINED 1 3 0");
+	expect(&fx->c[0], "ROUND 1 0 3 0 12 0 12 n0 29500");
+	expect(&fx->c[1], "ROUND 1 1 3 4 12 4 12 n0 29500");
+	expect(&fx->c[2], "ROUND 1 2 3 8 12 8 12 n0 29500");
+	/* n1 again, for round 1 (it has run round 0 only). */
+	expect(join(fx, 1, "new 1"), "JOINED 1 ");
+	expect(&fx->c[1], "ROUND 1 1 3 4 12 4 12 n0 29500");
+	expect_none(&fx->c[0]);
+	expect_none(&fx->c[1]);
+	expect_none(&fx->c[2]);
+	/* Its connection lost with the ROUND in it: the new one gets it. */
+	fc_connect(fx, 5);
+	join_full(fx, &fx->c[5], "job", "n1", 4, "default", "new 1");
+	assert_true(fx->c[1].closed);
+	expect(&fx->c[5], "JOINED 1 ");
+	expect(&fx->c[5], "ROUND 1 1 3 4 12 4 12 n0 29500");
+	expect_none(&fx->c[0]);
+	expect_none(&fx->c[2]);
+	/* Past round 1: its workers of round 1 failed. */
+	join_full(fx, &fx->c[5], "job", "n1", 4, "default", "new 2");
+	expect(&fx->c[5], "JOINED 2 1 0");
+	expect(&fx->c[0], "RESTART 2");
+	expect(&fx->c[2], "RESTART 2");
+	/* In the round being gathered, a JOIN again is just as harmless. */
+	join_full(fx, &fx->c[5], "job", "n1", 4, "default", "new 2");
+	expect(&fx->c[5], "JOINED 2 1 0");
+	expect_none(&fx->c[0]);
+	expect_none(&fx->c[2]);
+}
+
+/* A job made anew by a restarted server numbers its rounds on. */
+static void
+test_rounds_never_reused(void **state)
+{
+	struct fx *fx = *state;
+
+	expect(join(fx, 0, "new 6"), "JOINED 6 1 0");
+	expect(join(fx, 1, "new 0"), "JOINED 6 2 0");
+	expect(&fx->c[0], "ROUND 6 0 2");
+}
+
+/*
+ * Connections yet to authenticate have a pool of their own: an address
+ * holds MAX_UNAUTH_ADDR of it, all of them MAX_UNAUTH, a newcomer pushes
+ * the oldest out, and nobody who has authenticated is touched.
+ */
+static void
+test_unauth_pool(void **state)
+{
+	struct fx *fx = *state;
+	char ip[32];
+	unsigned i;
+
+	fx->min = fx->max = 1;
+	expect(join(fx, 0, "new"), "JOINED 0 1 0");
+	expect(&fx->c[0], "ROUND 0 0 1");
+	for (i = 1; i <= MAX_UNAUTH_ADDR; i++)
+		fc_connect_from(fx, i, "10.6.6.6");
+	for (i = 1; i <= MAX_UNAUTH_ADDR; i++)
+		assert_false(fx->c[i].closed);
+	/* One more from that address: its oldest goes. */
+	fc_connect_from(fx, 5, "10.6.6.6");
+	expect(&fx->c[1], "ERR limit too many connections yet to "
+	    "authenticate");
+	assert_true(fx->c[1].closed);
+	assert_false(fx->c[2].closed);
+	/* Other addresses fill the pool: the oldest of all goes. */
+	fc_connect_from(fx, 6, "10.6.6.7");
+	fc_connect_from(fx, 7, "10.6.6.8");
+	assert_false(fx->c[2].closed);
+	fc_connect_from(fx, 8, "10.6.6.9");
+	assert_true(fx->c[2].closed);
+	assert_false(fx->c[3].closed);
+	/* A node still gets in, and does not count in the pool. */
+	fc_connect_from(fx, 9, "10.6.6.6");
+	assert_true(fx->c[3].closed);
+	fx->min = fx->max = 2;
+	join_full(fx, &fx->c[9], "other", "x", 1, "default", "new");
+	expect(&fx->c[9], "JOINED 0 1 0");
+	for (i = 0; i < 4; i++) {
+		snprintf(ip, sizeof(ip), "10.7.0.%u", i);
+		fc_connect_from(fx, 10 + i, ip);
+	}
+	assert_false(fx->c[9].closed);
+	assert_false(fx->c[0].closed);
+	/* The rest had their time to authenticate. */
+	advance(fx, 3 * HB - 1);
+	assert_false(fx->c[13].closed);
+	advance(fx, 1);
+	for (i = 4; i <= 13; i++)
+		assert_true(i == 9 || fx->c[i].closed);
+	expect(&fx->c[13], "ERR proto no JOIN within 300 ms");
+	assert_false(fx->c[9].closed);
+	assert_false(fx->c[0].closed);
 }
 
 #define T(f)	cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -785,6 +988,9 @@ main(void)
 		T(test_recovery),
 		T(test_recovery_done),
 		T(test_recovery_timeout),
+		T(test_join_twice),
+		T(test_rounds_never_reused),
+		T(test_unauth_pool),
 		cmocka_unit_test(test_limits),
 	};
 

@@ -17,7 +17,7 @@
 
 #define MAC_A	"5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
 #define NONCE	"0123456789abcdef0123456789abcdef"
-#define JOIN_HEAD	"JOIN 1 job-1 node.a " MAC_A
+#define JOIN_HEAD	"JOIN 2 job-1 node.a " NONCE
 
 /* Format, parse back, format again: the same line both times. */
 static void
@@ -73,9 +73,9 @@ test_round_trips(void **state)
 
 	memset(&m, 0, sizeof(m));
 	m.verb = RV_JOIN;
-	m.u.join = (struct rdzv_join){ 1, "job-1", "node.a", MAC_A, 4, 2, 3,
+	m.u.join = (struct rdzv_join){ 2, "job-1", "node.a", NONCE, 4, 2, 3,
 	    0, "trainer", "fe80::1%eth0", 29500, RS_NEW, 0, 0, 0 };
-	round_trip(&m, JOIN_HEAD " 4 2 3 0 trainer fe80::1%eth0 29500 new\n");
+	round_trip(&m, JOIN_HEAD " 4 2 3 0 trainer fe80::1%eth0 29500 new 0\n");
 	m.u.join.state = RS_RUNNING;
 	m.u.join.round = 3;
 	m.u.join.group_rank = 1;
@@ -114,7 +114,7 @@ test_parse_fields(void **state)
 
 	(void)state;
 	assert_int_equal(rdzv_msg_parse(JOIN_HEAD " 8 1 4 30000 default "
-	    "host-1.example 29500 new", &m, err, sizeof(err)), 0);
+	    "host-1.example 29500 new 7", &m, err, sizeof(err)), 0);
 	assert_int_equal(m.verb, RV_JOIN);
 	assert_string_equal(m.u.join.run_id, "job-1");
 	assert_string_equal(m.u.join.node_id, "node.a");
@@ -125,6 +125,7 @@ test_parse_fields(void **state)
 	assert_string_equal(m.u.join.addr, "host-1.example");
 	assert_int_equal(m.u.join.port, 29500);
 	assert_int_equal(m.u.join.state, RS_NEW);
+	assert_int_equal(m.u.join.round, 7);
 	assert_int_equal(rdzv_msg_parse("ERR auth bad token\n", &m, err,
 	    sizeof(err)), 0);
 	assert_string_equal(m.u.err.code, "auth");
@@ -165,17 +166,19 @@ static const struct bad bad_lines[] = {
 	{ "ERR", "ERR: field 1 (code)" },
 	{ "ERR Auth x", "ERR: field 1 (code)" },
 	{ "ERR waytoolongacodexx x", "ERR: field 1 (code): too long" },
-	{ JOIN_HEAD " 0 2 3 0 r a 1 new", "JOIN: field 5 (nproc): not a "
+	{ JOIN_HEAD " 0 2 3 0 r a 1 new 0", "JOIN: field 5 (nproc): not a "
 	    "number in 1..4096" },
-	{ JOIN_HEAD " 4097 2 3 0 r a 1 new", "field 5 (nproc)" },
-	{ JOIN_HEAD " 4 0 3 0 r a 1 new", "field 6 (min)" },
-	{ JOIN_HEAD " 4 2 x 0 r a 1 new", "field 7 (max)" },
-	{ JOIN_HEAD " 4 3 2 0 r a 1 new", "JOIN: min 3 above max 2" },
-	{ JOIN_HEAD " 4 2 3 86400001 r a 1 new", "field 8 (last_call_ms)" },
-	{ JOIN_HEAD " 4 2 3 0 r/w a 1 new", "field 9 (role): not a name" },
-	{ JOIN_HEAD " 4 2 3 0 r a! 1 new", "field 10 (addr)" },
-	{ JOIN_HEAD " 4 2 3 0 r a 65536 new", "field 11 (port)" },
-	{ JOIN_HEAD " 4 2 3 0 r a 1 old", "JOIN: 12 fields, expected 12 (new) "
+	{ JOIN_HEAD " 4097 2 3 0 r a 1 new 0", "field 5 (nproc)" },
+	{ JOIN_HEAD " 4 0 3 0 r a 1 new 0", "field 6 (min)" },
+	{ JOIN_HEAD " 4 2 x 0 r a 1 new 0", "field 7 (max)" },
+	{ JOIN_HEAD " 4 3 2 0 r a 1 new 0", "JOIN: min 3 above max 2" },
+	{ JOIN_HEAD " 4 2 3 86400001 r a 1 new 0", "field 8 (last_call_ms)" },
+	{ JOIN_HEAD " 4 2 3 0 r/w a 1 new 0", "field 9 (role): not a name" },
+	{ JOIN_HEAD " 4 2 3 0 r a! 1 new 0", "field 10 (addr)" },
+	{ JOIN_HEAD " 4 2 3 0 r a 65536 new 0", "field 11 (port)" },
+	{ JOIN_HEAD " 4 2 3 0 r a 1 old 0", "JOIN: 13 fields, expected 13 (new) "
+	    "or 15" },
+	{ JOIN_HEAD " 4 2 3 0 r a 1 new", "JOIN: 12 fields, expected 13 (new) "
 	    "or 15" },
 	{ JOIN_HEAD " 4 2 3 0 r a 1 gone 1 0 2", "field 12 (state): not new, "
 	    "running or done" },
@@ -185,16 +188,16 @@ static const struct bad bad_lines[] = {
 	    "below group world size 2" },
 	{ JOIN_HEAD " 4 2 3 0 r a 1 running 1 0 0", "field 15 "
 	    "(group_world_size)" },
-	{ "JOIN x job-1 node.a " MAC_A " 4 2 3 0 r a 1 new", "field 1 "
+	{ "JOIN x job-1 node.a " NONCE " 4 2 3 0 r a 1 new 0", "field 1 "
 	    "(version)" },
-	{ "JOIN 1 job/1 node.a " MAC_A " 4 2 3 0 r a 1 new", "field 2 "
+	{ "JOIN 2 job/1 node.a " NONCE " 4 2 3 0 r a 1 new 0", "field 2 "
 	    "(run_id): not a name" },
-	{ "JOIN 1 job-1 node a " MAC_A " 4 2 3 0 r a 1 new", "JOIN: 13 fields" },
-	{ "JOIN 1 job-1 node.a " NONCE " 4 2 3 0 r a 1 new", "field 4 (mac): "
-	    "not 64 lowercase hex digits" },
-	{ "JOIN 1 job-1 node.a 5BDCC146BF60754E6A042426089575C75A003F089D2739"
-	    "839DEC58B964EC3843 4 2 3 0 r a 1 new", "field 4 (mac)" },
-	{ "JOIN 1 job-1 node.a " MAC_A " 4 2 3 0 r a 1 new 1 2 3 4 5 6 7 8 9",
+	{ "JOIN 2 job-1 node a " NONCE " 4 2 3 0 r a 1 new 0", "JOIN: 14 fields" },
+	{ "JOIN 2 job-1 node.a " MAC_A " 4 2 3 0 r a 1 new 0", "field 4 (cnonce): "
+	    "not 32 lowercase hex digits" },
+	{ "JOIN 2 job-1 node.a 0123456789ABCDEF0123456789abcdef"
+	    " 4 2 3 0 r a 1 new 0", "field 4 (cnonce)" },
+	{ "JOIN 2 job-1 node.a " NONCE " 4 2 3 0 r a 1 new 1 2 3 4 5 6 7 8 9",
 	    "JOIN: 17 fields" },
 };
 
@@ -246,7 +249,7 @@ test_format_refuses(void **state)
 	(void)state;
 	memset(&m, 0, sizeof(m));
 	m.verb = RV_JOIN;
-	m.u.join = (struct rdzv_join){ 1, "job 1", "n", MAC_A, 4, 2, 3, 0,
+	m.u.join = (struct rdzv_join){ 2, "job 1", "n", NONCE, 4, 2, 3, 0,
 	    "r", "a", 1, RS_NEW, 0, 0, 0 };
 	assert_int_equal(rdzv_msg_format(buf, sizeof(buf), &m), -1);
 	strlcpy(m.u.join.run_id, "job-1", sizeof(m.u.join.run_id));
@@ -258,7 +261,7 @@ test_format_refuses(void **state)
 	m.u.join.min_nodes = 4;
 	assert_int_equal(rdzv_msg_format(buf, sizeof(buf), &m), -1);
 	m.u.join.min_nodes = 1;
-	m.u.join.mac[3] = 'X';
+	m.u.join.cnonce[3] = 'X';
 	assert_int_equal(rdzv_msg_format(buf, sizeof(buf), &m), -1);
 
 	memset(&m, 0, sizeof(m));
@@ -277,19 +280,19 @@ test_format_refuses(void **state)
 	assert_int_equal(rdzv_msg_format(buf, 6, &m), 5);
 }
 
-/* RFC 4231 test cases 2 and 6, split on spaces as rdzv_mac joins them. */
+/* RFC 4231 test cases 2 and 6. */
 static void
 test_mac_known_answer(void **state)
 {
 	char key[132], mac[RDZV_MAC_LEN + 1];
 
 	(void)state;
-	rdzv_mac("Jefe", "what", "do", "ya want for nothing?", mac);
+	rdzv_hmac_hex("Jefe", 4, "what do ya want for nothing?", mac);
 	assert_string_equal(mac, MAC_A);
 	memset(key, 0xaa, 131);
 	key[131] = '\0';
-	rdzv_mac(key, "Test", "Using", "Larger Than Block-Size Key - Hash "
-	    "Key First", mac);
+	rdzv_hmac_hex(key, 131, "Test Using Larger Than Block-Size Key - "
+	    "Hash Key First", mac);
 	assert_string_equal(mac, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc621"
 	    "3728c5140546040f0ee37f54");
 	assert_true(rdzv_mac_equal(mac, mac));
@@ -297,6 +300,64 @@ test_mac_known_answer(void **state)
 	assert_false(rdzv_mac_equal(mac, MAC_A));
 	assert_false(rdzv_mac_equal(MAC_A, "5bdc"));
 	assert_false(rdzv_mac_equal("", ""));
+}
+
+/*
+ * A sealed line holds only as the line it was, in its direction, at its
+ * place in the sequence, under the key of its session.
+ */
+static void
+test_seal(void **state)
+{
+	uint8_t key[RDZV_KEY_LEN], other[RDZV_KEY_LEN];
+	char line[RDZV_LINE_MAX + 1], copy[RDZV_LINE_MAX + 1], err[128];
+	struct rdzv_msg m, back;
+	int n;
+
+	(void)state;
+	rdzv_session_key("0123456789abcdef-token", NONCE,
+	    "fedcba9876543210fedcba9876543210", key);
+	rdzv_session_key("0123456789abcdef-token", NONCE,
+	    "fedcba9876543210fedcba9876543211", other);
+	assert_memory_not_equal(key, other, RDZV_KEY_LEN);
+	memset(&m, 0, sizeof(m));
+	m.verb = RV_ROUND;
+	m.u.round = (struct rdzv_round_msg){ 2, 1, 3, 4, 12, 4, 8,
+	    "10.0.0.1", 29500 };
+	n = rdzv_msg_format_sealed(line, sizeof(line), &m, key,
+	    RDZV_TO_CLIENT, 5);
+	assert_int_equal((size_t)n, strlen(line));
+	assert_int_equal(strncmp(line, "ROUND 2 1 3 4 12 4 8 10.0.0.1 29500 ",
+	    36), 0);
+	assert_int_equal(n, 36 + RDZV_MAC_LEN + 1);
+
+	strlcpy(copy, line, sizeof(copy));
+	assert_int_equal(rdzv_msg_parse_sealed(copy, &back, key,
+	    RDZV_TO_CLIENT, 5, err, sizeof(err)), 0);
+	assert_int_equal(back.u.round.master_port, 29500);
+	/* Replayed, reflected, under another key, altered, unsealed. */
+	strlcpy(copy, line, sizeof(copy));
+	assert_int_equal(rdzv_msg_parse_sealed(copy, &back, key,
+	    RDZV_TO_CLIENT, 6, err, sizeof(err)), -1);
+	assert_string_equal(err, "bad MAC");
+	strlcpy(copy, line, sizeof(copy));
+	assert_int_equal(rdzv_msg_parse_sealed(copy, &back, key,
+	    RDZV_TO_SERVER, 5, err, sizeof(err)), -1);
+	strlcpy(copy, line, sizeof(copy));
+	assert_int_equal(rdzv_msg_parse_sealed(copy, &back, other,
+	    RDZV_TO_CLIENT, 5, err, sizeof(err)), -1);
+	strlcpy(copy, line, sizeof(copy));
+	copy[strlen("ROUND 2 1 3 4 12 4 8 10.0.0.")] = '9';
+	assert_int_equal(rdzv_msg_parse_sealed(copy, &back, key,
+	    RDZV_TO_CLIENT, 5, err, sizeof(err)), -1);
+	assert_string_equal(err, "bad MAC");
+	assert_int_equal(rdzv_msg_parse_sealed(strcpy(copy,
+	    "ROUND 2 1 3 4 12 4 8 10.0.0.1 29500\n"), &back, key,
+	    RDZV_TO_CLIENT, 5, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not sealed"));
+	/* No room for the seal: refused, never cut. */
+	assert_int_equal(rdzv_msg_format_sealed(line, 40, &m, key,
+	    RDZV_TO_CLIENT, 5), -1);
 }
 
 static void
@@ -390,6 +451,7 @@ main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_format_refuses),
 		cmocka_unit_test(test_mac_known_answer),
+		cmocka_unit_test(test_seal),
 		cmocka_unit_test(test_nonce),
 		cmocka_unit_test(test_token_load),
 	};
