@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""What the live workers of a rendezvous test hold, read from /proc.
+
+A worker of the rendezvous tests (workers/rz_worker.sh) and every child
+it forks carry the test's ESV_ITEST_TAG, RZ_NODE, RANK, WORLD_SIZE and
+MASTER_ADDR/PORT in their environment.  A round is the (MASTER_ADDR,
+MASTER_PORT, WORLD_SIZE) its workers were given.  The invariant: a global
+rank is held by live workers of one node and one round only.
+
+    rank_sampler.py check TAG [--nodes a,b] [--world N]
+        exit 0 if the live workers are all of one round, of world N, on
+        every node named, with no rank held twice; else 1, saying why.
+    rank_sampler.py sample TAG STOPFILE OUT
+        every 5 ms until STOPFILE exists, look for a rank held by two
+        nodes or two rounds; write "samples=N violations=M" and the first
+        violations to OUT.
+"""
+
+import os
+import sys
+import time
+
+
+def live_workers(tag):
+    """{pid: env} of the live processes of the test that hold a RANK."""
+    want = ("ESV_ITEST_TAG=" + tag).encode()
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                raw = f.read()
+            with open("/proc/%s/stat" % d, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if want not in raw or b"\0RANK=" not in b"\0" + raw:
+            continue
+        if stat.rpartition(b")")[2].split()[0] == b"Z":
+            continue
+        env = dict(kv.split(b"=", 1) for kv in raw.split(b"\0") if b"=" in kv)
+        if env.get(b"ESV_ITEST_TAG") != tag.encode() or b"RANK" not in env:
+            continue
+        out[int(d)] = {k.decode(): v.decode() for k, v in env.items()
+                       if k in (b"RZ_NODE", b"RANK", b"WORLD_SIZE",
+                                b"MASTER_ADDR", b"MASTER_PORT")}
+    return out
+
+
+def holders(workers):
+    """{rank: {(node, round)}}, a round being (addr, port, world)."""
+    by_rank = {}
+    for env in workers.values():
+        rnd = (env.get("MASTER_ADDR"), env.get("MASTER_PORT"),
+               env.get("WORLD_SIZE"))
+        by_rank.setdefault(env["RANK"], set()).add((env.get("RZ_NODE"), rnd))
+    return by_rank
+
+
+def conflicts(workers):
+    return {r: h for r, h in holders(workers).items() if len(h) > 1}
+
+
+def check(tag, nodes, world):
+    w = live_workers(tag)
+    bad = conflicts(w)
+    if bad:
+        return "rank held twice: %r" % bad
+    rounds = {(e.get("MASTER_ADDR"), e.get("MASTER_PORT"), e["WORLD_SIZE"])
+              for e in w.values()}
+    if len(rounds) != 1:
+        return "workers of %d rounds: %r" % (len(rounds), sorted(rounds))
+    if world is not None and next(iter(rounds))[2] != str(world):
+        return "world %s, not %s" % (next(iter(rounds))[2], world)
+    seen = {e.get("RZ_NODE") for e in w.values()}
+    missing = [n for n in nodes if n not in seen]
+    if missing:
+        return "no live worker on %s" % ",".join(missing)
+    return None
+
+
+def sample(tag, stop, out):
+    n, violations = 0, []
+    while not os.path.exists(stop):
+        bad = conflicts(live_workers(tag))
+        n += 1
+        if bad:
+            violations.append("%.3f %r" % (time.monotonic(), bad))
+        time.sleep(0.005)
+    with open(out + ".tmp", "w") as f:
+        f.write("samples=%d violations=%d\n" % (n, len(violations)))
+        for v in violations[:20]:
+            f.write(v + "\n")
+    os.rename(out + ".tmp", out)
+
+
+def main():
+    a = sys.argv[1:]
+    if len(a) >= 2 and a[0] == "check":
+        nodes, world = [], None
+        rest = a[2:]
+        while rest:
+            opt, val = rest[0], rest[1]
+            rest = rest[2:]
+            if opt == "--nodes":
+                nodes = val.split(",")
+            elif opt == "--world":
+                world = int(val)
+        why = check(a[1], nodes, world)
+        if why:
+            print(why)
+            return 1
+        return 0
+    if len(a) == 4 and a[0] == "sample":
+        sample(a[1], a[2], a[3])
+        return 0
+    sys.stderr.write(__doc__)
+    return 100
+
+
+if __name__ == "__main__":
+    sys.exit(main())
