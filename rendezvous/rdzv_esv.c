@@ -385,10 +385,14 @@ unproven(struct esv *e, char *line, const char *why)
 		    "the token (ERR %s %s): a wrong token_file, or not "
 		    "esv-rdzv; not trusted, retrying", e->endpoint,
 		    m.u.err.code, m.u.err.text);
-	else
+	else if (!e->proven)
 		warn_msg("rendezvous: %s failed to prove it knows the token "
 		    "(%s): not trusted, retrying", e->endpoint, why);
-	conn_lost(e, "server not proven");
+	else
+		warn_msg("rendezvous: a line from %s failed its seal (%s), "
+		    "altered on its way: not trusted, reconnecting",
+		    e->endpoint, why);
+	conn_lost(e, e->proven ? "line altered" : "server not proven");
 }
 
 static void
