@@ -13,7 +13,7 @@ rank is held by live workers of one node and one round only.
     rank_sampler.py sample TAG STOPFILE OUT
         every 5 ms until STOPFILE exists, look for a rank held by two
         nodes or two rounds; write "samples=N violations=M" and the first
-        violations to OUT.
+        violations (with state, pid, ppid and pgid of the holders) to OUT.
 """
 
 import os
@@ -21,16 +21,26 @@ import sys
 import time
 
 
-def live_workers(tag):
-    """{pid: env} of the live processes of the test that hold a RANK."""
+# Pids of processes of other tests and of the system: an environment does
+# not change without an exec, and such a process never execs into one of
+# ours (ours all descend from the test), so they are read once.
+foreign = set()
+
+
+def live_workers(tag, detail=False):
+    """{pid: env} of the live processes of the test that hold a RANK;
+    with detail, env["_st"] says state, pid, ppid and pgid."""
     want = ("ESV_ITEST_TAG=" + tag).encode()
     out = {}
     for d in os.listdir("/proc"):
-        if not d.isdigit():
+        if not d.isdigit() or d in foreign:
             continue
         try:
             with open("/proc/%s/environ" % d, "rb") as f:
                 raw = f.read()
+            if raw and want not in raw:
+                foreign.add(d)
+                continue
             with open("/proc/%s/stat" % d, "rb") as f:
                 stat = f.read()
         except OSError:
@@ -45,6 +55,10 @@ def live_workers(tag):
         out[int(d)] = {k.decode(): v.decode() for k, v in env.items()
                        if k in (b"RZ_NODE", b"RANK", b"WORLD_SIZE",
                                 b"MASTER_ADDR", b"MASTER_PORT")}
+        if detail:
+            f = stat.rpartition(b")")[2].split()
+            out[int(d)]["_st"] = "%s pid=%s ppid=%s pgid=%s" % (
+                f[0].decode(), d, f[1].decode(), f[2].decode())
     return out
 
 
@@ -83,14 +97,18 @@ def check(tag, nodes, world):
 def sample(tag, stop, out):
     n, violations = 0, []
     while not os.path.exists(stop):
-        bad = conflicts(live_workers(tag))
+        w = live_workers(tag, True)
+        bad = conflicts(w)
         n += 1
         if bad:
             violations.append("%.3f %r" % (time.monotonic(), bad))
+            violations.append("  " + " ".join(
+                "%s:rank=%s:%s" % (e["RZ_NODE"], e["RANK"], e["_st"])
+                for e in w.values() if e["RANK"] in bad))
         time.sleep(0.005)
     with open(out + ".tmp", "w") as f:
-        f.write("samples=%d violations=%d\n" % (n, len(violations)))
-        for v in violations[:20]:
+        f.write("samples=%d violations=%d\n" % (n, len(violations) // 2))
+        for v in violations[:40]:
             f.write(v + "\n")
     os.rename(out + ".tmp", out)
 
