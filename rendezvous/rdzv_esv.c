@@ -436,7 +436,8 @@ on_line(struct esv *e, char *line)
 	}
 	switch (m.verb) {
 	case RV_JOINED:
-		if (e->want == W_ROUND && e->join_pending) {
+		/* The round we are in, as our JOIN or the wait list got us. */
+		if (e->want == W_ROUND) {
 			e->join_pending = false;
 			e->joined = true;
 			e->joined_round = m.u.joined.round;

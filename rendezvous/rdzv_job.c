@@ -378,6 +378,7 @@ join_back(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
     struct node *nd, const struct rdzv_join *j)
 {
 	enum node_status st = j->state == RS_DONE ? NS_FINISHED : NS_RUNNING;
+	unsigned next;
 
 	if (same_member(job, nd, j)) {
 		reattach(srv, job, nd, j);
@@ -395,12 +396,16 @@ join_back(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 		recovery_check(srv, job);
 		return;
 	}
-	/* Its round is over: it must join anew (and is no member now). */
+	/*
+	 * Its round is over: it must join anew (and is no member now).  The
+	 * RESTART names a round past its own, which it would take for old
+	 * news otherwise (this server may number below it after a restart).
+	 */
 	if (nd != NULL && (nd->status == NS_RUNNING ||
 	    nd->status == NS_FINISHED))
 		node_lost(srv, nd, "came back from another round");
-	send_n(srv, sc, RV_RESTART,
-	    job->phase == JP_GATHERING ? job->round : job->round + 1);
+	next = job->phase == JP_GATHERING ? job->round : job->round + 1;
+	send_n(srv, sc, RV_RESTART, next > j->round ? next : j->round + 1);
 }
 
 static void

@@ -401,15 +401,16 @@ on_first_line(struct rdzv_server *srv, struct rdzv_sconn *sc, char *line)
 		hangup(srv, sc, "auth", "bad token");
 		return;
 	}
-	if (srv->nauthed >= srv->conf.max_clients) {
-		srv_refuse(srv, sc, "limit", "%u nodes connected already",
-		    srv->nauthed);
-		return;
-	}
 	unauth_leave(srv, sc);
 	sc->authed = true;
 	srv->nauthed++;
 	sc->seq_in = 1;
+	/* Sealed, so that the node believes it and just retries. */
+	if (srv->nauthed > srv->conf.max_clients) {
+		srv_refuse(srv, sc, "limit", "%u nodes connected already",
+		    srv->nauthed - 1);
+		return;
+	}
 	strlcpy(sc->run_id, m.u.join.run_id, sizeof(sc->run_id));
 	strlcpy(sc->node_id, m.u.join.node_id, sizeof(sc->node_id));
 	strlcpy(sc->cnonce, m.u.join.cnonce, sizeof(sc->cnonce));

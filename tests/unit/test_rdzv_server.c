@@ -748,7 +748,7 @@ test_reconnect(void **state)
 	/* Stale state: told to restart, and no member any more. */
 	fc_connect(fx, 8);
 	join_full(fx, &fx->c[8], "job", "n0", 4, "default", "running 5 0 2");
-	expect(&fx->c[8], "RESTART 1");
+	expect(&fx->c[8], "RESTART 6");
 	assert_true(fx->c[0].closed);
 }
 
@@ -957,6 +957,23 @@ test_unauth_pool(void **state)
 	assert_false(fx->c[0].closed);
 }
 
+/* Past max_clients authenticated connections, a good JOIN must wait. */
+static void
+test_max_clients(void **state)
+{
+	struct fx *fx = *state;
+	unsigned i;
+
+	fx->min = fx->max = 16;
+	for (i = 0; i < MAX_CLIENTS; i++)
+		expect(join(fx, i, "new"), "JOINED 0 ");
+	expect(join(fx, MAX_CLIENTS, "new"), "ERR limit 10 nodes connected "
+	    "already");
+	assert_true(fx->c[MAX_CLIENTS].closed);
+	lose(fx, &fx->c[0]);
+	expect(join(fx, MAX_CLIENTS + 1, "new"), "JOINED 0 ");
+}
+
 #define T(f)	cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -991,6 +1008,7 @@ main(void)
 		T(test_join_twice),
 		T(test_rounds_never_reused),
 		T(test_unauth_pool),
+		T(test_max_clients),
 		cmocka_unit_test(test_limits),
 	};
 
