@@ -355,6 +355,11 @@ static void
 on_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
     const struct rdzv_join *j)
 {
+	if (j->version != RDZV_PROTO_VERSION) {
+		srv_refuse(srv, sc, "version", "%u not supported, this "
+		    "server speaks %d", j->version, RDZV_PROTO_VERSION);
+		return;
+	}
 	if (strcmp(sc->run_id, j->run_id) != 0 ||
 	    strcmp(sc->node_id, j->node_id) != 0 ||
 	    strcmp(sc->cnonce, j->cnonce) != 0) {
