@@ -48,8 +48,11 @@ trap 'cleanup; rm -rf "$work"' EXIT
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token"
 chmod 600 "$work/token"
 rport=$(free_port)
+# Every bench node is on 127.0.0.1 and all connect at once: room for them
+# in the pool of connections yet to authenticate.
 "$bin/../rendezvous/esv-rdzv" --listen "127.0.0.1:$rport" \
-    --token-file "$work/token" 2>"$work/rdzv.err" &
+    --token-file "$work/token" --max-unauth $((nodes + 16)) \
+    --max-unauth-per-addr $((nodes + 16)) 2>"$work/rdzv.err" &
 rdzv=$!
 pids+=("$rdzv")
 (
