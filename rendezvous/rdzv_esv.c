@@ -378,9 +378,14 @@ unproven(struct esv *e, char *line, const char *why)
 {
 	struct rdzv_msg m;
 	char err[64];
+	bool err_line;
 
-	if (!e->proven && rdzv_msg_parse(line, &m, err, sizeof(err)) == 0 &&
-	    m.verb == RV_ERR)
+	err_line = rdzv_msg_parse(line, &m, err, sizeof(err)) == 0 &&
+	    m.verb == RV_ERR;
+	if (!e->proven && err_line && strcmp(m.u.err.code, "limit") == 0)
+		warn_msg("rendezvous: %s is busy (ERR %s %s): retrying",
+		    e->endpoint, m.u.err.code, m.u.err.text);
+	else if (!e->proven && err_line)
 		warn_msg("rendezvous: %s refused us without proving it knows "
 		    "the token (ERR %s %s): a wrong token_file, or not "
 		    "esv-rdzv; not trusted, retrying", e->endpoint,
