@@ -26,27 +26,41 @@ ms()
 	printf '0.%03d' $((RANDOM % ($1 + 1)))
 }
 
-# crash ERE: kill -9 every process of the nodes whose names match ERE
+# node_pids ERE: pids of the processes of the nodes whose names match ERE
 # (supervisor, guardian, workers and their children): they all carry
-# RZ_NODE=NAME in the env.  Stopped first and killed until none is left,
-# so that none outlives the others by the time it takes to go through the
-# list, nor is forked meanwhile, as when a host dies.
+# RZ_NODE=NAME in the env.
+node_pids()
+{
+	local f pid
+	for f in $(grep -lzxE "RZ_NODE=($1)" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		grep -qzxF "ESV_ITEST_TAG=$T" "$f" 2>/dev/null && echo "$pid"
+	done
+}
+
+# crash ERE: kill -9 every process of those nodes at once, as when a host
+# dies.  Going through /proc takes a while on a loaded machine: every
+# process found is stopped, until a pass finds no new one (a stopped
+# process forks no more), and only then are they all killed, so that none
+# outlives the others, nor its supervisor.
 crash()
 {
-	local f pid pids tries
+	local pid pids=() seen=" " new tries
 	for tries in 1 2 3 4 5 6 7 8 9 10; do
-		pids=()
-		for f in $(grep -lzxE "RZ_NODE=($1)" /proc/[0-9]*/environ \
-		    2>/dev/null); do
-			pid=${f#/proc/}
-			pid=${pid%/environ}
-			grep -qzxF "ESV_ITEST_TAG=$T" "$f" 2>/dev/null &&
-			    pids+=("$pid")
+		new=0
+		for pid in $(node_pids "$1"); do
+			case $seen in *" $pid "*) continue ;; esac
+			seen="$seen$pid "
+			pids+=("$pid")
+			new=1
 		done
-		[ ${#pids[@]} -gt 0 ] || return 0
+		[ "$new" = 0 ] && break
 		kill -STOP "${pids[@]}" 2>/dev/null
-		kill -KILL "${pids[@]}" 2>/dev/null
 	done
+	[ ${#pids[@]} -gt 0 ] && kill -KILL "${pids[@]}" 2>/dev/null
+	wait_for -t 5 eval '[ -z "$(node_pids "'"$1"'")" ]' ||
+	    fail "processes of $1 outlived kill -9: $(node_pids "$1")"
 }
 
 run_job()
