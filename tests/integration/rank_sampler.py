@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """What the live workers of a rendezvous test hold, read from /proc.
 
-A worker of the rendezvous tests (workers/rz_worker.sh) and every child
-it forks carry the test's ESV_ITEST_TAG, RZ_NODE, RANK, WORLD_SIZE and
-MASTER_ADDR/PORT in their environment.  A round is the (MASTER_ADDR,
-MASTER_PORT, WORLD_SIZE) its workers were given.  The invariant: a global
-rank is held by live workers of one node and one round only.
+A worker of the rendezvous tests (workers/rz_worker.sh) carries the test's
+ESV_ITEST_TAG, RZ_NODE, RANK, WORLD_SIZE and MASTER_ADDR/PORT in its
+environment, and leads its own process group (esv starts each worker so).
+A round is the (MASTER_ADDR, MASTER_PORT, WORLD_SIZE) its workers were
+given.  The invariant: a global rank is held by live workers of one node
+and one round only.
 
     rank_sampler.py check TAG [--nodes a,b] [--world N]
         exit 0 if the live workers are all of one round, of world N, on
@@ -13,7 +14,7 @@ rank is held by live workers of one node and one round only.
     rank_sampler.py sample TAG STOPFILE OUT
         every 5 ms until STOPFILE exists, look for a rank held by two
         nodes or two rounds; write "samples=N violations=M" and the first
-        violations (with state, pid, ppid and pgid of the holders) to OUT.
+        violations (with state, pid and ppid of the holders) to OUT.
 """
 
 import os
@@ -29,7 +30,7 @@ foreign = set()
 
 def live_workers(tag, detail=False):
     """{pid: env} of the live processes of the test that hold a RANK;
-    with detail, env["_st"] says state, pid, ppid and pgid."""
+    with detail, env["_st"] says state, pid and ppid."""
     want = ("ESV_ITEST_TAG=" + tag).encode()
     out = {}
     for d in os.listdir("/proc"):
@@ -47,7 +48,11 @@ def live_workers(tag, detail=False):
             continue
         if want not in raw or b"\0RANK=" not in b"\0" + raw:
             continue
-        if stat.rpartition(b")")[2].split()[0] == b"Z":
+        f = stat.rpartition(b")")[2].split()
+        # A worker is what esv started, each the leader of its own
+        # process group; what a worker forks (rz_worker.sh's sleep) is
+        # not waited for by a group stop, and is not one.
+        if f[0] == b"Z" or f[2].decode() != d:
             continue
         env = dict(kv.split(b"=", 1) for kv in raw.split(b"\0") if b"=" in kv)
         if env.get(b"ESV_ITEST_TAG") != tag.encode() or b"RANK" not in env:
@@ -56,9 +61,8 @@ def live_workers(tag, detail=False):
                        if k in (b"RZ_NODE", b"RANK", b"WORLD_SIZE",
                                 b"MASTER_ADDR", b"MASTER_PORT")}
         if detail:
-            f = stat.rpartition(b")")[2].split()
-            out[int(d)]["_st"] = "%s pid=%s ppid=%s pgid=%s" % (
-                f[0].decode(), d, f[1].decode(), f[2].decode())
+            out[int(d)]["_st"] = "%s pid=%s ppid=%s" % (
+                f[0].decode(), d, f[1].decode())
     return out
 
 

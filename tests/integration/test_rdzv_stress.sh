@@ -1,8 +1,9 @@
 #!/bin/bash
 # Jobs of 3 and then 4 nodes lose a node to kill -9 at random moments (of
 # the supervisor alone, its guardian then killing its workers; or of every
-# process of the node, as when a host dies), and a new node takes its
-# place, sometimes before the last round has formed.  A sampler reads the
+# process of the node, as when a host dies), half the time just after a
+# worker of another node was killed, and a new node takes its place,
+# sometimes before the last round has formed.  A sampler reads the
 # environment of every live worker every 5 ms: no global rank may ever be
 # held by two nodes or two rounds at once.  At the end the job runs one
 # round of all its nodes.  STRESS_KILLS sets the kills per job (6).
@@ -12,7 +13,11 @@ esv_setup 170
 
 KILLS=${STRESS_KILLS:-6}
 SAMPLER="$PY $ESV_TEST_DIR/rank_sampler.py"
-start_rdzv
+# Every loss here is a kill -9, seen at once by its connection's end.  A
+# node a crash has stopped (and not yet killed), or a supervisor starved
+# of the CPU on a loaded machine, must not be taken for lost by its
+# heartbeat while its workers live: that is a partition, not this test.
+start_rdzv --heartbeat 2000
 RZ_CONF="token_file=$T/token,last_call_timeout=0.3s,join_timeout=60s"
 
 sampled()
@@ -36,6 +41,16 @@ node_pids()
 		pid=${f#/proc/}
 		pid=${pid%/environ}
 		grep -qzxF "ESV_ITEST_TAG=$T" "$f" 2>/dev/null && echo "$pid"
+	done
+}
+
+# worker_pid NAME: a worker of node NAME (a process holding a RANK).
+worker_pid()
+{
+	local pid
+	for pid in $(node_pids "$1"); do
+		grep -qz '^RANK=' "/proc/$pid/environ" 2>/dev/null &&
+		    { echo "$pid"; return; }
 	done
 }
 
@@ -65,7 +80,7 @@ crash()
 
 run_job()
 {
-	local n=$1 job=job$1 nodes=() i k victim name pid out=$T/sample.$1
+	local n=$1 job=job$1 nodes=() i k victim other name pid out=$T/sample.$1
 	RZ_JOB=$job
 	RZ_NNODES=1:$n
 	for ((i = 0; i < n; i++)); do
@@ -82,6 +97,15 @@ run_job()
 		victim=${nodes[$i]}
 		sleep "$(ms 400)"
 		pid=$(eval echo "\$NODE_PID_$victim")
+		# Half the time a worker of another node fails about then:
+		# its group rejoins while the RESTART of the loss is on its
+		# way (the race of a node joining twice).
+		if ((RANDOM % 2)); then
+			other=${nodes[$(((i + 1 + RANDOM % (n - 1)) % n))]}
+			note "job of $n, kill $k: a worker of $other fails"
+			kill -KILL "$(worker_pid "$other")" 2>/dev/null
+			sleep "$(ms 50)"
+		fi
 		if ((RANDOM % 2)); then
 			note "job of $n, kill $k: kill -9 the supervisor of $victim"
 			kill -KILL "$pid"
