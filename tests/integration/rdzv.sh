@@ -17,6 +17,10 @@
 #	wait_recs [-t S] NAME ERE N	wait until recs NAME ERE >= N
 #	last_rec NAME	its latest record line
 #	field LINE KEY	the value of KEY=... in a record line
+#	wait_state NAME KEY VALUE	wait (10 s) until node NAME's state
+#			file says KEY=VALUE: the supervisor writes it from its
+#			loop, a moment after its workers have started; 1 and
+#			a complaint naming the value it has, on the deadline
 RDZV=${ESV_RDZV:-$ESV_BIN_DIR/../rendezvous/esv-rdzv}
 RZ_CLIENT=$ESV_TEST_DIR/rdzv_client.py
 [ -x "$RDZV" ] || skip "$RDZV is not built"
@@ -75,6 +79,14 @@ wait_recs()
 last_rec()
 {
 	tail -n 1 "$T/rec.$1" 2>/dev/null
+}
+
+wait_state()
+{
+	wait_for -t 10 eval '[ "$(kv "$T/'"$1"'/supervise/state" '"$2"')" = "'"$3"'" ]' &&
+	    return 0
+	echo "$1: $2=$(kv "$T/$1/supervise/state" "$2"), wanted $3" >&2
+	return 1
 }
 
 field()

@@ -18,8 +18,8 @@ assert_eq "$(( $(field "$ra" group_rank) + $(field "$rb" group_rank) ))" 1 \
 assert_eq "$(field "$ra" master)" "$(field "$rb" master)" "MASTER_ADDR:PORT"
 assert_eq "$(field "$ra" master | cut -d: -f1)" 127.0.0.1 "MASTER_ADDR"
 assert_eq "$(field "$ra" agent_store)" False "TORCHELASTIC_USE_AGENT_STORE"
+wait_state a rdzv_round 0 || fail "round"
 assert_eq "$(kv "$T/a/supervise/state" rdzv_endpoint)" "$EP" "rdzv_endpoint"
-assert_eq "$(kv "$T/a/supervise/state" rdzv_round)" 0 "round"
 ctl status "$T/a" >"$T/status" || fail "esv-ctl status"
 assert_grep "$T/status" 'round'
 
@@ -31,9 +31,9 @@ done
 for n in a b c; do
 	assert_eq "$(field "$(last_rec $n)" restart)" 0 "$n: restart count"
 done
+wait_state a rdzv_round 1 || fail "round after scale up"
 assert_eq "$(kv "$T/a/supervise/state" membership_restarts)" 1 \
     "a: membership restarts"
-assert_eq "$(kv "$T/a/supervise/state" rdzv_round)" 1 "round after scale up"
 ranks=$(for n in a b c; do field "$(last_rec $n)" rank; done | sort | tr '\n' ' ')
 assert_eq "$ranks" "0 1 2 " "ranks of the three nodes"
 

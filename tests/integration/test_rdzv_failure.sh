@@ -16,6 +16,8 @@ for n in a b; do
 done
 assert_eq "$(field "$(last_rec a)" restart)" 1 "a: TORCHELASTIC_RESTART_COUNT"
 assert_eq "$(field "$(last_rec b)" restart)" 0 "b: TORCHELASTIC_RESTART_COUNT"
+wait_state a state running || fail "a's state"
+wait_state b state running || fail "b's state"
 assert_eq "$(kv "$T/a/supervise/state" restart_count)" 1 "a: restart_count"
 assert_eq "$(kv "$T/b/supervise/state" restart_count)" 0 "b: restart_count"
 assert_eq "$(kv "$T/b/supervise/state" membership_restarts)" 1 \

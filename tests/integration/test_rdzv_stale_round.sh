@@ -28,7 +28,9 @@ sampled()
 }
 wait_for -t 30 sampled --nodes a,b,c --world 6 ||
     fail "no round of a, b and c: $($SAMPLER check "$T" --nodes a,b,c --world 6)"
-r=$(kv "$T/c/supervise/state" rdzv_round)
+wait_for -t 10 grep -q 'round [0-9]* complete: 3 nodes' "$RDZV_ERR" ||
+    fail "no round of 3 nodes: $(cat "$RDZV_ERR")"
+r=$(sed -n 's/.*round \([0-9]*\) complete: 3 nodes.*/\1/p' "$RDZV_ERR" | tail -1)
 r1=$((r + 1))
 note "round $r of a, b, c runs"
 

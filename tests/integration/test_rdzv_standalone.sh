@@ -31,7 +31,7 @@ assert_no_grep "$T/b.err" 'hosting esv-rdzv'
 note "the host's supervisor dies: its esv-rdzv serves b on"
 kill -KILL "$NODE_PID_a"
 wait_recs b 'world=1 ' 1 || fail "b did not go on alone: $(cat "$T/b.err")"
-assert_eq "$(kv "$T/b/supervise/state" rdzv_connected)" 1 "b's connection"
+wait_state b rdzv_connected 1 || fail "b's connection"
 touch "$T/stop"
 wait_sup -t 20 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
 exit 0
