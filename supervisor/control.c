@@ -1,7 +1,8 @@
 /*
  * supervise/control: one byte per command, runit's and s6's letters
- * (reference supervision.md §1.4).  Unknown bytes are reported and
- * ignored; nothing a client writes can disturb the running workers.
+ * (esv-control(5); fsm.c decides what each does).  Unknown bytes are
+ * reported and ignored; nothing a client writes can disturb the running
+ * workers.
  */
 #include <ctype.h>
 #include <errno.h>
