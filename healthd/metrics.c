@@ -61,6 +61,7 @@ static const struct {
 	{ "exit", "worker_failures_exit" },
 	{ "signal", "worker_failures_signal" },
 	{ "exec", "worker_failures_exec" },
+	{ "spawn", "worker_failures_spawn" },
 };
 
 static double

@@ -13,6 +13,8 @@
  *   state      key=value: the group (ESV_STATE_* keys below)
  *   group.lock flock(2)ed by the supervisor and inherited by every worker:
  *              held while any worker of the job lives
+ *   guardian.lock  flock(2)ed by the supervisor and its guardian: held
+ *              until both are gone, the guardian's last sweep done
  *   pgids      the process groups of the running workers, "pgid=N" lines
  *   failure.json  the last failure summary
  * event/       s6-style fifodir: listeners get one byte per event
@@ -33,6 +35,7 @@
 #define ESV_STAT		"supervise/stat"
 #define ESV_PID			"supervise/pid"
 #define ESV_STATE		"supervise/state"
+#define ESV_GUARDIAN_LOCK	"supervise/guardian.lock"
 #define ESV_PGIDS		"supervise/pgids"
 #define ESV_FAILURE		"supervise/failure.json"
 #define ESV_TIMER_FIFO		"supervise/timer.fifo"	/* default FIFO */

@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,87 +201,160 @@ worker_argv(struct supervisor *sv, unsigned local_rank)
 }
 
 /*
- * What every worker gets from posix_spawn: its own session (so stops reach
- * its children too), default signal actions and an empty signal mask (ours
- * blocks what signalfd reads).  Only the signals ignored here need their
- * default back (a supervisor started in the background of a script has
- * SIGINT ignored; workers must not inherit that): looked up once, so each
- * spawn makes a few sigaction calls instead of one per signal.
+ * The signals a worker must get back at their default: those we found
+ * ignored (a supervisor started in the background of a script has SIGINT
+ * ignored; workers must not inherit that).  Looked up once, so each spawn
+ * makes a few sigaction calls instead of one per signal.
  */
-static posix_spawnattr_t *
-spawn_attr(void)
+static const sigset_t *
+ignored_signals(void)
 {
-	static posix_spawnattr_t attr;
+	static sigset_t ignored;
 	static bool ready;
 	struct sigaction sa;
-	sigset_t ignored, none;
 	int sig;
 
 	if (ready)
-		return &attr;
+		return &ignored;
 	sigemptyset(&ignored);
 	for (sig = 1; sig < NSIG; sig++)
 		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
 			sigaddset(&ignored, sig);
-	sigemptyset(&none);
-	if (posix_spawnattr_init(&attr) != 0 ||
-	    posix_spawnattr_setsigdefault(&attr, &ignored) != 0 ||
-	    posix_spawnattr_setsigmask(&attr, &none) != 0 ||
-	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
-	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) != 0)
-		die(111, "unable to set up posix_spawn attributes");
 	ready = true;
-	return &attr;
+	return &ignored;
+}
+
+/* What the child half of spawn_worker needs, and what it says back. */
+struct spawn_args {
+	char		**av, **envp;
+	int		  out, err;	/* its stdout and stderr, or -1 */
+	int		  lockfd, guardianfd;
+	const sigset_t	 *sigdef;
+	const struct rlimit *nofile;
+	const char *volatile step;	/* what failed ... */
+	volatile int	  error;	/* ... with this errno, or 0: it exec'd */
+};
+
+/*
+ * The worker, between clone and exec, on its own stack in our memory
+ * while we wait (as posix_spawn's child).  It leads a new session (so
+ * stops reach its children too) and announces its group to the guardian
+ * itself: a supervisor killed at any moment of a spawn leaves no worker
+ * the guardian does not know.  Only system calls here: no sanitizer
+ * bookkeeping on a stack the sanitizer does not know.
+ */
+__attribute__((no_sanitize("address", "undefined")))
+static int
+worker_child(void *arg)
+{
+	struct spawn_args *a = arg;
+	char line[24], *p = line + sizeof(line);
+	unsigned v;
+	sigset_t none;
+	int sig;
+
+	a->step = "setsid";
+	if (setsid() == -1)
+		goto fail;
+	*--p = '\n';
+	for (v = (unsigned)getpid(); v > 0 || *p == '\n'; v /= 10)
+		*--p = (char)('0' + v % 10);
+	*--p = '+';
+	/* One line, so one atomic write; a dead guardian is replaced. */
+	(void)!write(a->guardianfd, p, line + sizeof(line) - p);
+	a->step = "dup2";
+	if ((a->out != -1 && dup2(a->out, STDOUT_FILENO) == -1) ||
+	    (a->err != -1 && dup2(a->err, STDERR_FILENO) == -1))
+		goto fail;
+	/* Inherited on purpose: see holders.c. */
+	a->step = "fcntl";
+	if (fcntl(a->lockfd, F_SETFD, 0) == -1)
+		goto fail;
+	a->step = "setrlimit";
+	if (a->nofile->rlim_max != 0 && setrlimit(RLIMIT_NOFILE,
+	    a->nofile) == -1)
+		goto fail;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(a->sigdef, sig) == 1)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	a->step = NULL;
+	execvpe(a->av[0], a->av, a->envp);
+fail:
+	a->error = errno;
+	_exit(127);
+}
+
+static void
+spawn_failed(struct supervisor *sv, struct worker *wk, const char *step,
+    int e)
+{
+	/* As a shell would: 127, and the reason in the summary. */
+	wk->pid = wk->last_pid = wk->pgid = 0;
+	wk->state = W_FAILED;
+	wk->exitcode = 127;
+	wk->exec_errno = e;
+	wk->spawn_step = step;
+	wk->exit_pending = true;
+	output_close(sv, wk);
 }
 
 /*
- * posix_spawn (vfork and exec underneath) rather than fork: no page
- * tables to copy, no copy-on-write faults, and a failed exec is an error
- * returned here instead of a child that must report it.
+ * clone(CLONE_VM | CLONE_VFORK) and exec, as glibc's posix_spawn does: no
+ * page tables to copy, and a failed exec is an error returned here instead
+ * of a child that must report it.  Unlike posix_spawn, the child can tell
+ * the guardian about itself before it execs.
  */
 static int
 spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 {
-	posix_spawn_file_actions_t fa;
-	char **av;
-	int fds[2], e, i;
+	static char *stack;
+	const size_t stack_size = 256 * 1024;
+	struct spawn_args a = { .envp = envp, .lockfd = sv->grouplockfd,
+	    .guardianfd = sv->guardianfd, .sigdef = ignored_signals(),
+	    .nofile = &sv->nofile };
+	const char *step = "clone";
+	int fds[2], i, e;
 	pid_t pid;
 
-	if (output_open(sv, wk, fds) == -1)
+	wk->started = wk->exited = wall_now();
+	wk->exitcode = 0;
+	wk->exec_errno = 0;
+	wk->spawn_step = NULL;
+	if (output_open(sv, wk, fds) == -1) {
+		spawn_failed(sv, wk, "its output", errno);
 		return -1;
-	av = worker_argv(sv, wk->local_rank);
-	if ((e = posix_spawn_file_actions_init(&fa)) == 0) {
-		if (fds[0] != -1)
-			e = posix_spawn_file_actions_adddup2(&fa, fds[0], 1);
-		if (e == 0 && fds[1] != -1)
-			e = posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-		/* dup2 onto itself clears FD_CLOEXEC: see holders.c. */
-		if (e == 0)
-			e = posix_spawn_file_actions_adddup2(&fa,
-			    sv->grouplockfd, sv->grouplockfd);
-		if (e == 0)
-			e = av == NULL ? ENOMEM : posix_spawnp(&pid, av[0], &fa,
-			    spawn_attr(), av, envp);
-		posix_spawn_file_actions_destroy(&fa);
 	}
-	for (i = 0; av != NULL && av[i] != NULL; i++)
-		free(av[i]);
-	free(av);
+	if ((stack == NULL && (stack = malloc(stack_size)) == NULL) ||
+	    (a.av = worker_argv(sv, wk->local_rank)) == NULL) {
+		step = "memory";
+		e = ENOMEM;
+		pid = -1;
+		goto out;
+	}
+	a.out = fds[0];
+	a.err = fds[1];
+	pid = clone(worker_child, stack + stack_size, CLONE_VM | CLONE_VFORK |
+	    SIGCHLD, &a);
+	e = errno;
+out:
+	for (i = 0; a.av != NULL && a.av[i] != NULL; i++)
+		free(a.av[i]);
+	free(a.av);
 	if (fds[0] != -1)
 		close(fds[0]);
 	if (fds[1] != -1)
 		close(fds[1]);
-	wk->started = wk->exited = wall_now();
-	wk->exitcode = 0;
-	wk->exec_errno = 0;
-	if (e != 0) {
-		/* As a shell would: 127, and the reason in the summary. */
-		wk->pid = wk->last_pid = wk->pgid = 0;
-		wk->state = W_FAILED;
-		wk->exitcode = 127;
-		wk->exec_errno = e;
-		wk->exit_pending = true;
-		output_close(sv, wk);
+	if (pid == -1) {
+		spawn_failed(sv, wk, step, e);
+		return -1;
+	}
+	if (a.error != 0) {
+		/* It announced its group: take it back, before its pid is free. */
+		guardian_drop(sv, pid);
+		guardian_flush(sv);
+		spawn_failed(sv, wk, a.step, a.error);
 		return -1;
 	}
 	wk->pid = wk->last_pid = wk->pgid = pid;
@@ -289,7 +362,6 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	wk->state = W_RUNNING;
 	wk->exited = 0;
 	sv->alive++;
-	guardian_add(sv, pid);
 	output_started(sv, wk);
 	return 0;
 }
@@ -395,6 +467,7 @@ group_launch(struct supervisor *sv)
 {
 	struct attempt_info ai;
 	unsigned i, n = sv->cfg->nproc_per_node;
+	char of[16];
 	int r;
 
 	if (sv->workers == NULL) {
@@ -422,6 +495,12 @@ group_launch(struct supervisor *sv)
 	if (group_lock_take(sv, false) == -1)
 		warn_msg("processes of an earlier attempt still hold %s/%s",
 		    sv->cfg->jobdir, ESV_GROUP_LOCK);
+	/*
+	 * The workers announce their groups to the guardian themselves: what
+	 * we owe it goes first, so that a "-" of a pid never follows the "+"
+	 * of a new worker that reuses it.
+	 */
+	guardian_flush(sv);
 	/* Start every worker first; the bookkeeping can wait a moment. */
 	for (i = 0; i < n; i++) {
 		struct envbuf env = { 0 };
@@ -453,9 +532,13 @@ group_launch(struct supervisor *sv)
 	/* The files are written from the loop, one worker at a time. */
 	sv->report_next = 0;
 	sv->report_pending = true;
-	info_msg("started %u workers (attempt %u, restart %u/%u, ranks %u-%u "
-	    "of %u, master %s:%u)", sv->alive, sv->attempt, sv->restart_count,
-	    sv->cfg->max_restarts, ai.ranks.base_rank,
+	/* Those that really run: a failed start ends the loop early. */
+	of[0] = '\0';
+	if (sv->alive < n)
+		snprintf(of, sizeof(of), " of %u", n);
+	info_msg("started %u%s workers (attempt %u, restart %u/%u, ranks "
+	    "%u-%u of %u, master %s:%u)", sv->alive, of, sv->attempt,
+	    sv->restart_count, sv->cfg->max_restarts, ai.ranks.base_rank,
 	    ai.ranks.base_rank + n - 1, ai.ranks.world_size, ai.master_addr,
 	    ai.master_port);
 	if (sv->alive < n) {
@@ -791,6 +874,22 @@ find_worker(struct supervisor *sv, pid_t pid)
 	return NULL;
 }
 
+/* Why a worker could not start (exec_errno set), in a static buffer. */
+static const char *
+start_error(struct supervisor *sv, struct worker *wk)
+{
+	static char buf[PATH_MAX + 128];
+
+	if (wk->spawn_step != NULL)
+		snprintf(buf, sizeof(buf), "unable to start it (%s): %s",
+		    wk->spawn_step, strerror(wk->exec_errno));
+	else
+		snprintf(buf, sizeof(buf), "unable to exec %s: %s",
+		    sv->cfg->no_python ? sv->cfg->argv[0] : sv->python,
+		    strerror(wk->exec_errno));
+	return buf;
+}
+
 static void
 record_failure(struct supervisor *sv, struct worker *wk)
 {
@@ -813,11 +912,9 @@ record_failure(struct supervisor *sv, struct worker *wk)
 		return;
 	/* torch's generic hint would hide the one thing the user needs. */
 	if (wk->exec_errno != 0) {
-		char *msg;
+		char *msg = strdup(start_error(sv, wk));
 
-		if (asprintf(&msg, "unable to exec %s: %s", sv->cfg->no_python ?
-		    sv->cfg->argv[0] : sv->python,
-		    strerror(wk->exec_errno)) != -1) {
+		if (msg != NULL) {
 			free(nf[sv->nfailures].message);
 			nf[sv->nfailures].message = msg;
 		}
@@ -851,6 +948,7 @@ flush_exits(struct supervisor *sv)
 {
 	struct worker *wk;
 	unsigned i, exits = 0;
+	json_t *ev;
 
 	for (i = 0; i < sv->nworkers; i++) {
 		wk = &sv->workers[i];
@@ -859,27 +957,31 @@ flush_exits(struct supervisor *sv)
 		wk->exit_pending = false;
 		exits++;
 		if (wk->exec_errno != 0)
-			warn_msg("worker %u: unable to exec %s: %s",
-			    wk->local_rank, sv->cfg->no_python ?
-			    sv->cfg->argv[0] : sv->python,
-			    strerror(wk->exec_errno));
+			warn_msg("worker %u: %s", wk->local_rank,
+			    start_error(sv, wk));
 		if (wk->state == W_FAILED) {
 			record_failure(sv, wk);
 			/* Here, where spawn failures pass too (exec_errno). */
-			if (wk->exec_errno != 0)
+			if (wk->spawn_step != NULL)
+				sv->failures_spawn++;
+			else if (wk->exec_errno != 0)
 				sv->failures_exec++;
 			else if (wk->exitcode < 0)
 				sv->failures_signal++;
 			else
 				sv->failures_exit++;
 		}
-		events_log(sv, "worker.exit", json_pack("{si si si si ss ss}",
+		ev = json_pack("{si si si si ss ss}",
 		    "local_rank", wk->local_rank, "rank",
 		    sv->round.ranks.base_rank + wk->local_rank, "pid",
 		    wk->last_pid, "exitcode", wk->exitcode, "signal",
 		    wk->exitcode < 0 ? sig_name(-wk->exitcode) : "", "state",
 		    wk->state == W_SUCCEEDED ? "succeeded" :
-		    wk->state == W_FAILED ? "failed" : "stopped"));
+		    wk->state == W_FAILED ? "failed" : "stopped");
+		if (ev != NULL && wk->exec_errno != 0)
+			json_object_set_new(ev, "error",
+			    json_string(start_error(sv, wk)));
+		events_log(sv, "worker.exit", ev);
 		report_worker(sv, wk);
 	}
 	/* Before the pid can be reused: the dead worker's timers go. */

@@ -5,10 +5,14 @@
  * killpg on the recorded groups does.
  *
  * Descendants that left those groups are found by the lock file they
- * inherited (holders.c).
+ * inherited, or by the worker's session they stayed in (holders.c).
  *
  * Protocol on its pipe: "+<pgid>\n" records a group, "-<pgid>\n" forgets
- * it.  EOF means the supervisor is gone: SIGKILL every recorded group.
+ * it.  A worker writes its own "+" line, after setsid and before exec
+ * (group.c), so no worker runs a program unknown to the guardian.  EOF
+ * means the supervisor is gone: SIGKILL every recorded group, and sweep
+ * /proc until nothing of the job is left.  A private esv-rdzv
+ * (--standalone) serves nobody else: it is told to go too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,21 +20,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 
 #include "msg.h"
 #include "supervise.h"
 
-#define GUARDIAN_MAX	ESV_MAX_NPROC
+static void
+forget(struct sweep *s, pid_t pg)
+{
+	size_t i;
+
+	for (i = 0; i < s->ngroups; i++)
+		if (s->groups[i] == pg) {
+			s->groups[i] = s->groups[--s->ngroups];
+			return;
+		}
+}
 
 static void __attribute__((noreturn))
-guardian_main(int rfd, dev_t dev, ino_t ino)
+guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino)
 {
-	static pid_t groups[GUARDIAN_MAX];
+	struct sweep s = { .dev = dev, .ino = ino };
 	char buf[4096], line[32];
-	size_t ll = 0, n = 0, i;
+	size_t ll = 0;
 	sigset_t none;
 	ssize_t r, k;
+	pid_t pg;
 
 	/* Terminal signals aimed at the job must not take us down first. */
 	signal(SIGINT, SIG_IGN);
@@ -42,6 +58,8 @@ guardian_main(int rfd, dev_t dev, ino_t ino)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setpgid(0, 0);
+	/* Our caller's session: a holder there is killed alone. */
+	s.spare_sid = getsid(0);
 	for (;;) {
 		r = read(rfd, buf, sizeof(buf));
 		if (r == -1 && errno == EINTR)
@@ -56,47 +74,65 @@ guardian_main(int rfd, dev_t dev, ino_t ino)
 			}
 			line[ll] = '\0';
 			ll = 0;
-			pid_t pg = (pid_t)strtol(line + 1, NULL, 10);
+			pg = (pid_t)strtol(line + 1, NULL, 10);
 			if (pg <= 1)
 				continue;
-			if (line[0] == '+' && n < GUARDIAN_MAX)
-				groups[n++] = pg;
+			if (line[0] == '+')
+				sweep_add_group(&s, pg);
 			else if (line[0] == '-')
-				for (i = 0; i < n; i++)
-					if (groups[i] == pg) {
-						groups[i] = groups[--n];
-						break;
-					}
+				forget(&s, pg);
 		}
 	}
-	for (i = 0; i < n; i++)
-		killpg(groups[i], SIGKILL);
-	/*
-	 * Descendants that left the groups still hold the lock file; so does
-	 * a worker spawned just before the supervisor died, unrecorded.
-	 */
-	kill_lock_holders(dev, ino, SIGKILL);
+	if (rdzvfd != -1)
+		pidfd_send_signal(rdzvfd, SIGTERM, NULL, 0);
+	sweep_kill(&s, GUARDIAN_SWEEP_MS);
 	_exit(0);
 }
 
 void
 guardian_start(struct supervisor *sv)
 {
-	int p[2], dropped[2];
+	struct rdzv_status rs;
+	int p[2], dropped[2], rdzvfd = -1;
 	pid_t pid;
 	char c;
 
 	if (pipe2(p, O_CLOEXEC) == -1 || pipe2(dropped, O_CLOEXEC) == -1)
 		die(111, "unable to create the guardian's pipe");
+	/*
+	 * Our own child, not reaped yet: its pid cannot have been reused.
+	 * The pidfd stays valid for it alone.
+	 */
+	rdzv_status(&sv->rz, &rs);
+	if (sv->cfg->standalone && rs.host_pid > 0 &&
+	    (rdzvfd = pidfd_open(rs.host_pid, 0)) == -1)
+		warn_sys("unable to open a pidfd for esv-rdzv (pid %d)",
+		    (int)rs.host_pid);
 	if ((pid = fork()) == -1)
 		die(111, "unable to fork the guardian");
 	if (pid == 0) {
-		/* Nothing of the supervisor's but the pipe: not the locks. */
-		if (dup2(p[0], 3) == -1)
-			_exit(111);
-		closefrom(4);
-		guardian_main(3, sv->lock_dev, sv->lock_ino);
+		/*
+		 * Nothing of the supervisor's but these: not the locks, but
+		 * for guardian.lock, which a new supervisor waits for.
+		 */
+		int fds[3] = { p[0], sv->guardlockfd > 0 ? sv->guardlockfd : -1,
+		    rdzvfd }, i;
+
+		for (i = 0; i < 3; i++)
+			if (fds[i] != -1 && (fds[i] = fcntl(fds[i], F_DUPFD,
+			    6)) == -1)
+				_exit(111);
+		for (i = 0; i < 3; i++)
+			if (fds[i] == -1)
+				close(3 + i);
+			else if (dup2(fds[i], 3 + i) == -1)
+				_exit(111);
+		closefrom(6);
+		guardian_main(3, fds[2] != -1 ? 5 : -1, sv->lock_dev,
+		    sv->lock_ino);
 	}
+	if (rdzvfd != -1)
+		close(rdzvfd);
 	/*
 	 * Until its closefrom, the child shares group.lock's open file, and
 	 * so its lock: a group ending meanwhile would find the guardian
@@ -114,10 +150,9 @@ guardian_start(struct supervisor *sv)
 }
 
 /*
- * Messages are batched and written once per start or stop of the group:
- * a write per worker would wake the guardian hundreds of times while the
- * supervisor is busy spawning.  A worker not yet announced is still found
- * by the lock it holds.
+ * Workers write their own "+" lines.  Ours ("-" as a group ends, the
+ * whole list for a new guardian) are batched and written once per stop
+ * of the group, not once per worker: the guardian is woken once.
  */
 static char	pending[4096];
 static size_t	npending;

@@ -5,6 +5,7 @@
  * environment, restarts the group as a unit, and keeps the control
  * directory JOBDIR/supervise in runit's layout.  See esv-supervise(8).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <sys/file.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include <jansson.h>
 
 #include "atomicfile.h"
+#include "confvalue.h"
 #include "ctldir.h"
 #include "fifodir.h"
 #include "kvfile.h"
@@ -77,6 +80,61 @@ own_subdir(struct supervisor *sv, const char *name, mode_t mode)
 	if (fchmod(fd, mode) == -1)
 		die(111, "unable to set the mode of %s", path);
 	close(fd);
+}
+
+/*
+ * Each worker costs the supervisor open files for as long as it runs: a
+ * pipe per stream bound for the console, and a log file per tee'd one.
+ * Take all the hard limit allows, and say so up front when the group
+ * still cannot fit: otherwise the workers fail to start one attempt
+ * after the other.
+ */
+static void
+fd_budget(struct supervisor *sv)
+{
+	const struct job_config *cfg = sv->cfg;
+	unsigned long long need = 0, have = 0;
+	struct rlimit rl;
+	struct dirent *de;
+	unsigned i;
+	int which, redir, tee;
+	DIR *d;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		/* The workers get the limit they would have had (select(2)). */
+		sv->nofile = rl;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
+			getrlimit(RLIMIT_NOFILE, &rl);
+			sv->nofile.rlim_max = 0;
+		}
+	}
+	for (i = 0; i < cfg->nproc_per_node; i++)
+		for (which = 1; which <= 2; which++) {
+			redir = std_for_rank(cfg->redirects, i);
+			tee = std_for_rank(cfg->tee, i);
+			if (!rank_in_filter(cfg->local_ranks_filter, i))
+				continue;
+			if ((tee & which) != 0)
+				need += 2;
+			else if ((redir & which) == 0)
+				need++;
+		}
+	/* What we hold now, and a few for a spawn and the reports. */
+	if ((d = opendir("/proc/self/fd")) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			have += de->d_name[0] != '.';
+		closedir(d);
+	}
+	need += have + 16;
+	if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur)
+		warn_msg("%u workers with these redirects need about %llu open "
+		    "files, but RLIMIT_NOFILE is %llu: some will fail to start "
+		    "(raise it, or redirect the output to files with -r)",
+		    cfg->nproc_per_node, need,
+		    (unsigned long long)rl.rlim_cur);
 }
 
 /*
@@ -306,6 +364,7 @@ main(int argc, char **argv)
 	/* Last of the checks: a config error leaves no logs/ behind. */
 	logs_setup(&sv);
 	events_open(&sv);
+	fd_budget(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",
 	    (int)getpid(), "run_id", cfg.run_id, "nproc_per_node",
 	    cfg.nproc_per_node));

@@ -251,11 +251,14 @@ output_open(struct supervisor *sv, struct worker *wk, int fds[2])
 	}
 	if (stream_open(sv, wk, &wk->out, STD_OUT, &fds[0]) == -1 ||
 	    stream_open(sv, wk, &wk->err, STD_ERR, &fds[1]) == -1) {
+		int e = errno;	/* the worker's failure names it */
+
 		if (fds[0] != -1)
 			close(fds[0]);
 		if (fds[1] != -1)
 			close(fds[1]);
 		output_close(sv, wk);
+		errno = e;
 		return -1;
 	}
 	return 0;

@@ -135,6 +135,7 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, "worker_failures_exit", "%u", sv->failures_exit);
 	kv_addf(&kb, "worker_failures_signal", "%u", sv->failures_signal);
 	kv_addf(&kb, "worker_failures_exec", "%u", sv->failures_exec);
+	kv_addf(&kb, "worker_failures_spawn", "%u", sv->failures_spawn);
 	kv_addf(&kb, "events_lost", "%u", sv->events_lost);
 	kv_addf(&kb, "log_lines_lost", "%u", sv->log_lines_lost);
 	kv_add(&kb, "health_listen", sv->hd_where);

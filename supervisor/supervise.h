@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "backoff.h"
@@ -43,7 +44,8 @@ struct worker {
 	pid_t			 pgid;
 	int			 pidfd;		/* of pid, kept until pgid is 0 */
 	int			 exitcode;	/* torch's: -signal if killed */
-	int			 exec_errno;	/* posix_spawn's error, or 0 */
+	int			 exec_errno;	/* why it could not start, or 0 */
+	const char		*spawn_step;	/* what failed before exec, or NULL */
 	bool			 exit_pending;	/* reaped, not yet reported */
 	bool			 dir_ok;	/* workers/N/ exists */
 	double			 started, exited;
@@ -57,6 +59,8 @@ struct supervisor {
 	char			**environ;
 	int			 jobfd;		/* JOBDIR */
 	int			 lockfd, grouplockfd;
+	int			 guardlockfd;	/* guardian.lock, shared with it */
+	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
 	int			 ctlfd, ctlkeepfd, okfd;
 	int			 guardianfd;
 	int			 eventsfd;	/* JOBDIR/events.jsonl */
@@ -120,6 +124,7 @@ struct supervisor {
 	unsigned		 membership_restarts;	/* scale up/down */
 	/* Failed workers by how they ended, for esv-healthd's metrics. */
 	unsigned		 failures_exit, failures_signal, failures_exec;
+	unsigned		 failures_spawn;	/* could not even reach exec */
 	struct backoff		 backoff;
 
 	struct worker_failure	*failures;
@@ -188,8 +193,29 @@ void	events_open(struct supervisor *sv);
 void	events_log(struct supervisor *sv, const char *name,
 	    struct json_t *fields);
 
-/* holders.c: processes with the job's group.lock open; returns how many. */
-unsigned	kill_lock_holders(dev_t dev, ino_t ino, int signo);
+/*
+ * holders.c: the job's processes, found in /proc as members of its process
+ * groups or sessions, or as holders of group.lock (dev, ino).
+ */
+struct sweep {
+	dev_t		 dev;
+	ino_t		 ino;
+	pid_t		*groups;	/* grows with the groups of holders */
+	size_t		 ngroups, gcap;
+	pid_t		 spare_sid;	/* a holder here dies alone, not its group */
+	unsigned	 members, holders;	/* killed, each way */
+	pid_t		*seen;		/* counted already */
+	size_t		 nseen, seencap;
+};
+void	sweep_add_group(struct sweep *s, pid_t pgid);
+/*
+ * SIGKILL them all; scan again until a scan finds none alive, or for at
+ * most ms (0: one scan).
+ */
+void	sweep_kill(struct sweep *s, long long ms);
+void	sweep_free(struct sweep *s);
+/* How long the guardian's last sweep may chase processes stuck in the kernel. */
+#define GUARDIAN_SWEEP_MS	10000
 /*
  * Lock supervise/group.lock, killing whatever of the job still holds it;
  * -1 if it could not be had in time (10 s at start, 2 s later).
