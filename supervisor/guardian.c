@@ -12,10 +12,12 @@
  * (group.c), so no worker runs a program unknown to the guardian.  EOF
  * means the supervisor is gone: SIGKILL every recorded group, and sweep
  * /proc until nothing of the job is left.  A private esv-rdzv
- * (--standalone) serves nobody else: it is told to go too.
+ * (--standalone) serves nobody else: it is told to go too, and killed if
+ * it does not.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,9 @@
 
 #include "msg.h"
 #include "supervise.h"
+
+/* How long a private esv-rdzv may take to go on SIGTERM (a stopped one won't). */
+#define RDZV_GRACE_MS	1000
 
 static void
 forget(struct sweep *s, pid_t pg)
@@ -86,6 +91,10 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino)
 	if (rdzvfd != -1)
 		pidfd_send_signal(rdzvfd, SIGTERM, NULL, 0);
 	sweep_kill(&s, GUARDIAN_SWEEP_MS);
+	/* A pidfd polls readable once its process is gone. */
+	if (rdzvfd != -1 && poll(&(struct pollfd){ .fd = rdzvfd,
+	    .events = POLLIN }, 1, RDZV_GRACE_MS) == 0)
+		pidfd_send_signal(rdzvfd, SIGKILL, NULL, 0);
 	_exit(0);
 }
 

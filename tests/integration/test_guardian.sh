@@ -85,6 +85,8 @@ for i in 1 2 3; do
 	rdzv=$(marked "$M" | awk '$2 == "esv-rdzv" { print $1 }')
 	[ -n "$rdzv" ] || fail "no esv-rdzv found: $(marked "$M")"
 	sleep "0.$((RANDOM % 5))"
+	# A stopped one does not hear SIGTERM: it is killed.
+	[ "$i" = 3 ] && kill -STOP "$rdzv"
 	kill -KILL "$SUP_PID"
 	wait "$SUP_PID" 2>/dev/null
 	# Its own --idle-exit would take 10 s.
