@@ -25,7 +25,9 @@ start_sup "$J" --no-python --nproc-per-node 2 --max-restarts 5 \
 ev=$J/events.jsonl
 stopping() { grep -q '"event":"group.stop".*"reason":"failure"' "$ev" 2>/dev/null; }
 wait_for -t 20 stopping || fail "the group did not stop for the failure"
-assert_eq "$(kv "$J/supervise/state" state)" stopping "state when down is sent"
+# The event comes first, then the state file: wait for both.
+wait_for -t 5 eval '[ "$(kv "$J/supervise/state" state)" = stopping ]' ||
+    fail "state when down is sent: $(kv "$J/supervise/state" state)"
 assert_rc 0 "$CTL" down "$J"
 # The worker that ignores SIGTERM is killed after the 4 s shutdown timeout.
 assert_rc 0 "$CTL" wait down -t 15 "$J"
