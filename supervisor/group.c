@@ -1,7 +1,7 @@
 /*
  * The worker group: start it, watch it, stop it, and decide what follows
- * (reference torchelastic.md §6).  Any failure stops and restarts the
- * whole group; nothing here blocks.
+ * (fsm.c holds the decisions).  As torch's agent, any failure stops and
+ * restarts the whole group; nothing here blocks.
  */
 #include <dirent.h>
 #include <errno.h>

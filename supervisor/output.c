@@ -1,5 +1,6 @@
 /*
- * Worker output (reference torchelastic.md §4).  A redirected stream goes
+ * Worker output (torchrun's --redirects, --tee and --log-dir; see
+ * esv-supervise(8)).  A redirected stream goes
  * straight to its file.  Everything bound for the console passes through
  * the supervisor as whole lines, so workers never interleave mid-line;
  * tee'd streams go to the file and to the console with the line prefix.
