@@ -1,7 +1,7 @@
 /*
  * Worker output (torchrun's --redirects, --tee and --log-dir; see
- * esv-supervise(8)).  A redirected stream goes
- * straight to its file.  Everything bound for the console passes through
+ * esv-supervise(8)).  A redirected stream goes straight to its file.
+ * Everything bound for the console passes through
  * the supervisor as whole lines, so workers never interleave mid-line;
  * tee'd streams go to the file and to the console with the line prefix.
  */
