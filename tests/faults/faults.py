@@ -45,8 +45,10 @@ KILLS = ["supervisor", "guardian", "esv-watchdogd", "esv-healthd", "esv-rdzv"]
 FAULTS = ["kill:" + k for k in KILLS] + [
     "sigstop", "fulldisk", "fewfds", "ignoreterm", "daemon", "stopped"]
 # How long after the supervisor ends the job's processes may linger: the
-# guardian's sweep, esv-rdzv's own exit, a SIGKILL reaching a stopped one.
-LINGER_S = 12.0
+# guardian's sweep (SIGTERM to a private esv-rdzv, SIGKILL 1 s later), a
+# SIGKILL reaching a stopped worker, and esv-healthd, which answers 503
+# for 3 s after its supervisor died (esv-healthd(8)) before it exits.
+LINGER_S = 8.0
 
 WORKER = r"""#!/bin/sh
 # Rank 0 fails after a moment; the others wait, as FAULT_KIND says.
@@ -154,6 +156,15 @@ class Sampler(threading.Thread):
                 ranks[key] = pid
             self.samples += 1
             time.sleep(0.005)
+
+
+def check_spawn(jobdir, errfile, broken):
+    """A worker that could not be started is a recorded failure."""
+    err = open(errfile, errors="replace").read()
+    if "unable to start it" not in err:
+        return
+    if not os.path.exists(os.path.join(jobdir, "supervise", "failure.json")):
+        broken("a worker could not start, and no failure.json says so")
 
 
 def check_files(jobdir, broken):
@@ -286,6 +297,8 @@ def iteration(args, rng, fault, it, root):
                     pass
         if not killed_sup:
             check_files(jobdir, broken)
+            err.flush()
+            check_spawn(jobdir, err.name, broken)
     finally:
         sampler.stop = True
         if p.poll() is None:
