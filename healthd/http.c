@@ -29,6 +29,7 @@
 
 #include "healthd.h"
 #include "msg.h"
+#include "nelem.h"
 #include "netlisten.h"
 #include "ratelim.h"
 
@@ -270,7 +271,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		request_arrived(h, cn);
 	if (h->verbose)
 		info_msg("HTTP: %s %s", method, url);
-	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+	for (i = 0; i < NELEM(routes); i++) {
 		if (strcmp(url, routes[i].path) != 0)
 			continue;
 		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "healthd.h"
+#include "nelem.h"
 
 static const char *const group_states[] = { "down", "joining", "running",
 	"stopping", "backoff", "finishing", "succeeded", "failed", NULL };
@@ -129,10 +130,10 @@ metrics_render(const json_t *st, const struct wd_status *wd, bool healthy,
 	head(f, "esv_worker_failures_total", "counter",
 	    "Workers that failed, by how: exit (a non-zero exit status), "
 	    "signal (killed by a signal), exec (could not be started).");
-	for (i = 0; i < sizeof(failure_kinds) / sizeof(failure_kinds[0]); i++)
+	for (i = 0; i < NELEM(failure_kinds); i++)
 		fprintf(f, "esv_worker_failures_total{kind=\"%s\"} %.0f\n",
 		    failure_kinds[i].kind, num(job, failure_kinds[i].key));
-	for (i = 0; i < sizeof(job_families) / sizeof(job_families[0]); i++) {
+	for (i = 0; i < NELEM(job_families); i++) {
 		head(f, job_families[i].name, job_families[i].type,
 		    job_families[i].help);
 		fprintf(f, "%s %.0f\n", job_families[i].name,

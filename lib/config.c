@@ -16,6 +16,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "nelem.h"
 #include "utf8.h"
 #include "confvalue.h"
 #include "ctldir.h"
@@ -23,7 +24,6 @@
 #include "sig.h"
 #include "trust.h"
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 #define MAX_NNODES	100000
 #define OPT_BASE	256	/* getopt_long values of table options */
 #define OPT_HELP	'h'

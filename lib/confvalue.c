@@ -11,8 +11,8 @@
 
 #include "config.h"
 #include "confvalue.h"
+#include "nelem.h"
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
 int
 parse_bool(const char *v, bool *out)

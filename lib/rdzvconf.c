@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "confvalue.h"
+#include "nelem.h"
 #include "rdzvconf.h"
 
 void
@@ -72,7 +73,7 @@ set_pair(struct rdzv_conf *rc, const char *key, const char *v, char *why,
 		rc->is_host = b;
 		return 0;
 	}
-	for (i = 0; i < sizeof(ignored_keys) / sizeof(ignored_keys[0]); i++)
+	for (i = 0; i < NELEM(ignored_keys); i++)
 		if (strcmp(key, ignored_keys[i]) == 0)
 			return 0;
 	snprintf(why, whylen, "%s: unknown key", key);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nelem.h"
 #include "rdzvproto.h"
 
 #define MAXFIELDS	16
@@ -82,7 +83,7 @@ struct verbdef {
 	size_t			 nf;
 };
 
-#define V(w, v, t)	{ w, v, t, sizeof(t) / sizeof(t[0]) }
+#define V(w, v, t)	{ w, v, t, NELEM(t) }
 #define V0(w, v)	{ w, v, NULL, 0 }
 static const struct verbdef verbs[] = {
 	V("ESV-RDZV", RV_HELLO, hello_f),
@@ -107,7 +108,7 @@ verb_by_word(const char *w)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+	for (i = 0; i < NELEM(verbs); i++)
 		if (strcmp(verbs[i].word, w) == 0)
 			return &verbs[i];
 	return NULL;
@@ -118,7 +119,7 @@ verb_by_id(enum rdzv_verb v)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+	for (i = 0; i < NELEM(verbs); i++)
 		if (verbs[i].verb == v)
 			return &verbs[i];
 	return NULL;
@@ -212,7 +213,7 @@ parse_field(const struct field *f, const char *s, struct rdzv_msg *m,
 		    RDZV_NONCE_LEN);
 		return -1;
 	case F_STATE:
-		for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		for (i = 0; i < NELEM(states); i++)
 			if (strcmp(s, states[i]) == 0) {
 				*(enum rdzv_node_state *)(void *)dst = i;
 				return 0;
@@ -412,7 +413,7 @@ format_field(char *buf, size_t len, const struct field *f,
 	}
 	if (f->type == F_STATE) {
 		v = *(const enum rdzv_node_state *)(const void *)src;
-		if (v >= sizeof(states) / sizeof(states[0]))
+		if (v >= NELEM(states))
 			return -1;
 		return snprintf(buf, len, " %s", states[v]);
 	}

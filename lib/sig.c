@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "nelem.h"
 #include "sig.h"
 
 /* Spellings glibc's sigabbrev_np does not return, as kill(1) accepts them. */
@@ -26,7 +27,6 @@ static const struct {
 	{ SIGSTOP, 'p' }, { SIGCONT, 'c' },
 };
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
 int
 sig_from_name(const char *name)

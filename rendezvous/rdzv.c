@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "nelem.h"
 #include "rdzv.h"
 
 extern const struct rdzv_backend rdzv_static_backend;
@@ -25,7 +26,7 @@ rdzv_open(struct rdzv *rz, const struct job_config *cfg, struct loop *lp,
 	rz->cfg = cfg;
 	rz->loop = lp;
 	rz->cb = *cb;
-	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+	for (i = 0; i < NELEM(backends); i++)
 		if (strcmp(backends[i]->name, cfg->rdzv_backend) == 0)
 			rz->be = backends[i];
 	if (rz->be == NULL) {

@@ -25,6 +25,7 @@
 #include "kvfile.h"
 #include "loop.h"
 #include "msg.h"
+#include "nelem.h"
 #include "sig.h"
 
 #define USAGE \
@@ -74,7 +75,6 @@ static const struct {
 	{ "finished", COND_FINISHED },
 };
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 #define PENDING		(-1)
 
 struct job {

@@ -19,6 +19,7 @@
 #include "confvalue.h"
 #include "esv-timer.h"
 #include "msg.h"
+#include "nelem.h"
 #include "sig.h"
 
 #define DEFAULT_SCOPE	"esv-timer"
@@ -242,7 +243,7 @@ run(const struct opts *o, char *argv[])
 	int status, rc;
 
 	sigemptyset(&block);
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (i = 0; i < NELEM(sigs); i++)
 		sigaddset(&block, sigs[i]);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	send_request(o, true);
@@ -252,7 +253,7 @@ run(const struct opts *o, char *argv[])
 	else {
 		child_pid = pid;
 		sigemptyset(&sa.sa_mask);
-		for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		for (i = 0; i < NELEM(sigs); i++)
 			sigaction(sigs[i], &sa, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		while (waitpid(pid, &status, 0) == -1)

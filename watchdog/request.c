@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "nelem.h"
 #include "request.h"
 
 static void
@@ -147,7 +148,7 @@ parse_object(json_t *o, struct request *r, char *err, size_t errlen)
 		if (rc == -1)
 			return -1;
 	}
-	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+	for (i = 0; i < NELEM(required); i++)
 		if (json_object_get(o, required[i]) == NULL)
 			return fail(err, errlen, "missing field %s",
 			    required[i]);
