@@ -39,7 +39,9 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: esv-healthd [-v] --listen ADDR:PORT [--timeout "
 	    "DURATION] [--status-paths] [--supervisor-fd N] JOBDIR\n"
-	    "       esv-healthd --help | --version\n");
+	    "       esv-healthd --help | --version\n"
+	    "Exit status: 0 stopped by a signal or by the supervisor, or after "
+	    "the\nsupervisor died; 100 usage error; 111 system error.\n");
 }
 
 static void

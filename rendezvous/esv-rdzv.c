@@ -65,7 +65,9 @@ usage(FILE *f)
 	    "                [--max-unauth N] [--max-unauth-per-addr N] "
 	    "[--auth-timeout MS]\n"
 	    "                [--recovery-timeout MS] [--idle-exit SECONDS] "
-	    "[--help] [--version]\n");
+	    "[--help] [--version]\n"
+	    "Exit status: 0 stopped by SIGTERM or SIGINT or idle, 100 usage or "
+	    "configuration\nerror, 111 system error.\n");
 }
 
 static long long

@@ -44,9 +44,9 @@ control_setup(struct supervisor *sv)
 	/* event/ first: once ok has a reader, clients may subscribe. */
 	pathf(path, sizeof(path), "%s/%s", jd, ESV_EVENT_DIR);
 	if (fifodir_make(path) == -1)
-		die(111, "unable to create %s", path);
+		die(ESV_EXIT_SYSTEM, "unable to create %s", path);
 	if (make_fifo(sv, ESV_CONTROL) == -1 || make_fifo(sv, ESV_OK) == -1)
-		die(111, "unable to create the FIFOs in %s/%s", jd,
+		die(ESV_EXIT_SYSTEM, "unable to create the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
 	sv->ctlfd = openat(sv->jobfd, ESV_CONTROL,
 	    O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -56,7 +56,7 @@ control_setup(struct supervisor *sv)
 	sv->okfd = openat(sv->jobfd, ESV_OK,
 	    O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (sv->ctlfd == -1 || sv->ctlkeepfd == -1 || sv->okfd == -1)
-		die(111, "unable to open the FIFOs in %s/%s", jd,
+		die(ESV_EXIT_SYSTEM, "unable to open the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
 }
 

@@ -86,17 +86,17 @@ logs_setup(struct supervisor *sv)
 		pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
 		    ESV_DEFAULT_LOG_DIR);
 	if (mkdir_p(base, 0755) == -1)
-		die(111, "unable to create %s", base);
+		die(ESV_EXIT_SYSTEM, "unable to create %s", base);
 	/* Others read these paths, from other working directories. */
 	if (realpath(base, sv->log_base) == NULL)
-		die(111, "unable to resolve %s", base);
+		die(ESV_EXIT_SYSTEM, "unable to resolve %s", base);
 	sv->logfd = open(sv->log_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (sv->logfd == -1)
-		die(111, "unable to open %s", sv->log_base);
+		die(ESV_EXIT_SYSTEM, "unable to open %s", sv->log_base);
 	if (trust_check(sv->logfd, sv->log_base, TRUST_STICKY_OK, why,
 	    sizeof(why)) == -1)
-		diex(100, "log directory %s", why);
+		diex(ESV_EXIT_USAGE, "log directory %s", why);
 }
 
 /* torch's mkdtemp(prefix=run_id + "_"): eight random characters. */
@@ -384,10 +384,10 @@ static void
 fail_to_start(struct supervisor *sv, const char *why)
 {
 	warn_msg("unable to start the worker group: %s", why);
-	sv->exit_code = 111;
+	sv->exit_code = ESV_EXIT_SYSTEM;
 	set_state(sv, G_FAILED);
 	report_event(sv, ESV_EVENT_FINISHED);
-	supervisor_exit(sv, 111);
+	supervisor_exit(sv, ESV_EXIT_SYSTEM);
 }
 
 /*
@@ -436,10 +436,10 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 		group_stop(sv, SIGTERM, STOP_EXIT);
 		return;
 	}
-	sv->exit_code = 1;
+	sv->exit_code = ESV_EXIT_FAILED;
 	set_state(sv, G_FAILED);
 	report_event(sv, ESV_EVENT_FINISHED);
-	supervisor_exit(sv, 1);
+	supervisor_exit(sv, ESV_EXIT_FAILED);
 }
 
 /* A node came or went: a new round, free of charge (torch's scale up/down). */
@@ -472,7 +472,7 @@ group_launch(struct supervisor *sv)
 
 	if (sv->workers == NULL) {
 		if ((sv->workers = calloc(n, sizeof(*sv->workers))) == NULL)
-			die(111, "unable to allocate %u workers", n);
+			die(ESV_EXIT_SYSTEM, "unable to allocate %u workers", n);
 		sv->nworkers = n;
 		for (i = 0; i < n; i++) {
 			sv->workers[i].local_rank = i;
@@ -506,7 +506,7 @@ group_launch(struct supervisor *sv)
 		struct envbuf env = { 0 };
 
 		if (workerenv_full(&env, &ai, i, sv->environ) == -1)
-			die(111, "unable to build the environment");
+			die(ESV_EXIT_SYSTEM, "unable to build the environment");
 		r = spawn_worker(sv, &sv->workers[i], env.vars);
 		envbuf_free(&env);
 		if (r == -1)
@@ -786,7 +786,8 @@ static void
 job_over(struct supervisor *sv, enum group_state st)
 {
 	timer_arm_ms(sv->timerw.fd, -1);
-	sv->exit_code = st == G_SUCCEEDED ? 0 : 1;
+	sv->exit_code = st == G_SUCCEEDED ? ESV_EXIT_OK :
+	    ESV_EXIT_FAILED;
 	events_log(sv, st == G_SUCCEEDED ? "job.succeeded" : "job.failed",
 	    NULL);
 	set_state(sv, st);
@@ -828,7 +829,7 @@ after_stop(struct supervisor *sv)
 	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->restart_count,
 	    sv->cfg->max_restarts)) {
 	case NEXT_EXIT:
-		supervisor_exit(sv, 1);
+		supervisor_exit(sv, ESV_EXIT_FAILED);
 	case NEXT_FAILED:
 		report_failure(sv, true);
 		job_over(sv, G_FAILED);
@@ -1044,7 +1045,7 @@ group_reap(struct supervisor *sv)
 		finish_attempt(sv);
 		info_msg("all %u workers succeeded", sv->nworkers);
 		/* Leaving now would look like a scale-down to the others. */
-		sv->exit_code = 0;
+		sv->exit_code = ESV_EXIT_OK;
 		set_state(sv, G_BARRIER);
 		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 	}

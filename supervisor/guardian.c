@@ -107,7 +107,7 @@ guardian_start(struct supervisor *sv)
 	char c;
 
 	if (pipe2(p, O_CLOEXEC) == -1 || pipe2(dropped, O_CLOEXEC) == -1)
-		die(111, "unable to create the guardian's pipe");
+		die(ESV_EXIT_SYSTEM, "unable to create the guardian's pipe");
 	/*
 	 * Our own child, not reaped yet: its pid cannot have been reused.
 	 * The pidfd stays valid for it alone.
@@ -118,7 +118,7 @@ guardian_start(struct supervisor *sv)
 		warn_sys("unable to open a pidfd for esv-rdzv (pid %d)",
 		    (int)rs.host_pid);
 	if ((pid = fork()) == -1)
-		die(111, "unable to fork the guardian");
+		die(ESV_EXIT_SYSTEM, "unable to fork the guardian");
 	if (pid == 0) {
 		/*
 		 * Nothing of the supervisor's but these: not the locks, but
@@ -130,12 +130,12 @@ guardian_start(struct supervisor *sv)
 		for (i = 0; i < 3; i++)
 			if (fds[i] != -1 && (fds[i] = fcntl(fds[i], F_DUPFD,
 			    6)) == -1)
-				_exit(111);
+				_exit(ESV_EXIT_SYSTEM);
 		for (i = 0; i < 3; i++)
 			if (fds[i] == -1)
 				close(3 + i);
 			else if (dup2(fds[i], 3 + i) == -1)
-				_exit(111);
+				_exit(ESV_EXIT_SYSTEM);
 		closefrom(6);
 		guardian_main(3, fds[2] != -1 ? 5 : -1, sv->lock_dev,
 		    sv->lock_ino);

@@ -66,7 +66,7 @@ healthd_setup(struct supervisor *sv)
 	sv->hd_timer = (struct watch){ .fn = healthd_timer, .ctx = sv };
 	if ((sv->hd_timer.fd = timer_open()) == -1 ||
 	    loop_add(&sv->loop, &sv->hd_timer, EPOLLIN) == -1)
-		die(111, "unable to create a timer");
+		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	hd_spawn(sv);
 }
 

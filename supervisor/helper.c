@@ -37,7 +37,7 @@ helper_spawn(struct supervisor *sv, const char *prog, const char *subdir,
 	}
 	*w = (struct watch){ .fd = sp[0], .fn = fn, .ctx = sv };
 	if (loop_add(&sv->loop, w, EPOLLIN) == -1)
-		die(111, "unable to watch %s", prog);
+		die(ESV_EXIT_SYSTEM, "unable to watch %s", prog);
 	return 0;
 }
 

@@ -285,7 +285,7 @@ lock_now(struct supervisor *sv, int fd)
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return 0;
 	if (errno != EWOULDBLOCK)
-		die(111, "unable to lock %s/%s", sv->cfg->jobdir,
+		die(ESV_EXIT_SYSTEM, "unable to lock %s/%s", sv->cfg->jobdir,
 		    ESV_GROUP_LOCK);
 	return -1;
 }
@@ -312,12 +312,12 @@ guardian_wait(struct supervisor *sv)
 	fd = openat(sv->jobfd, ESV_GUARDIAN_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
 	if (fd == -1)
-		die(111, "unable to open %s/%s", jd, ESV_GUARDIAN_LOCK);
+		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_GUARDIAN_LOCK);
 	sv->guardlockfd = fd;
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return;
 	if (errno != EWOULDBLOCK)
-		die(111, "unable to lock %s/%s", jd, ESV_GUARDIAN_LOCK);
+		die(ESV_EXIT_SYSTEM, "unable to lock %s/%s", jd, ESV_GUARDIAN_LOCK);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, &old);
@@ -352,7 +352,7 @@ group_lock_take(struct supervisor *sv, bool at_start)
 	fd = openat(sv->jobfd, ESV_GROUP_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
 	if (fd == -1 || fstat(fd, &st) == -1)
-		die(111, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
+		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
 	sv->lock_dev = s.dev = st.st_dev;
 	sv->lock_ino = s.ino = st.st_ino;
 	sv->grouplockfd = fd;

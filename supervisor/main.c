@@ -66,19 +66,19 @@ own_subdir(struct supervisor *sv, const char *name, mode_t mode)
 	int fd;
 
 	if (mkdirat(sv->jobfd, name, mode) == -1 && errno != EEXIST)
-		die(111, "unable to create %s/%s", jd, name);
+		die(ESV_EXIT_SYSTEM, "unable to create %s/%s", jd, name);
 	pathf(path, sizeof(path), "%s/%s", jd, name);
 	fd = openat(sv->jobfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR))
-		diex(100, "%s: not a directory (a symbolic link?): refusing "
+		diex(ESV_EXIT_USAGE, "%s: not a directory (a symbolic link?): refusing "
 		    "it; remove it", path);
 	if (fd == -1)
-		die(111, "unable to open %s", path);
+		die(ESV_EXIT_SYSTEM, "unable to open %s", path);
 	if (trust_check(fd, path, 0, why, sizeof(why)) == -1)
-		diex(100, "%s", why);
+		diex(ESV_EXIT_USAGE, "%s", why);
 	if (fchmod(fd, mode) == -1)
-		die(111, "unable to set the mode of %s", path);
+		die(ESV_EXIT_SYSTEM, "unable to set the mode of %s", path);
 	close(fd);
 }
 
@@ -149,26 +149,26 @@ open_control_dir(struct supervisor *sv)
 	char why[512];
 
 	if (mkdir(jd, 0755) == -1 && errno != EEXIST)
-		die(111, "unable to create %s", jd);
+		die(ESV_EXIT_SYSTEM, "unable to create %s", jd);
 	if ((sv->jobfd = open(jd, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		die(111, "unable to open %s", jd);
+		die(ESV_EXIT_SYSTEM, "unable to open %s", jd);
 	if (trust_check(sv->jobfd, jd, 0, why, sizeof(why)) == -1)
-		diex(100, "%s", why);
+		diex(ESV_EXIT_USAGE, "%s", why);
 	own_subdir(sv, ESV_SUPERVISE_DIR, 0700);
 	/* workers/N/env/ holds job.ini's [env]: its secrets too. */
 	own_subdir(sv, ESV_WORKERS_DIR, 0700);
 	sv->lockfd = openat(sv->jobfd, ESV_LOCK,
 	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (sv->lockfd == -1)
-		die(111, "unable to open %s/%s", jd, ESV_LOCK);
+		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_LOCK);
 	if (flock(sv->lockfd, LOCK_EX | LOCK_NB) == -1) {
 		if (errno == EWOULDBLOCK)
-			diex(111, "%s: another esv-supervise runs in this "
+			diex(ESV_EXIT_SYSTEM, "%s: another esv-supervise runs in this "
 			    "JOBDIR (%s is locked)", jd, ESV_LOCK);
-		die(111, "unable to lock %s/%s", jd, ESV_LOCK);
+		die(ESV_EXIT_SYSTEM, "unable to lock %s/%s", jd, ESV_LOCK);
 	}
 	if (group_lock_take(sv, true) == -1)
-		diex(111, "%s: an earlier worker group still runs and did not "
+		diex(ESV_EXIT_SYSTEM, "%s: an earlier worker group still runs and did not "
 		    "die in time: refusing to start a second copy", jd);
 	control_setup(sv);
 }
@@ -207,7 +207,7 @@ on_signal(struct watch *w, uint32_t events)
 			supervisor_exit(sv, sv->exit_code);
 		else {
 			sv->state = G_DOWN;
-			supervisor_exit(sv, 1);
+			supervisor_exit(sv, ESV_EXIT_FAILED);
 		}
 	}
 }
@@ -227,7 +227,7 @@ setup_loop(struct supervisor *sv)
 	int i;
 
 	if (loop_init(&sv->loop) == -1)
-		die(111, "unable to create an epoll instance");
+		die(ESV_EXIT_SYSTEM, "unable to create an epoll instance");
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	for (i = 0; i < sv->cfg->nsignals; i++)
@@ -235,15 +235,15 @@ setup_loop(struct supervisor *sv)
 	sv->sigw = (struct watch){ .fn = on_signal, .ctx = sv };
 	if ((sv->sigw.fd = signals_open(&set)) == -1 ||
 	    loop_add(&sv->loop, &sv->sigw, EPOLLIN) == -1)
-		die(111, "unable to set up signal handling");
+		die(ESV_EXIT_SYSTEM, "unable to set up signal handling");
 	sv->timerw = (struct watch){ .fn = on_timer, .ctx = sv };
 	if ((sv->timerw.fd = timer_open()) == -1 ||
 	    loop_add(&sv->loop, &sv->timerw, EPOLLIN) == -1)
-		die(111, "unable to create a timer");
+		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	sv->ctlw = (struct watch){ .fd = sv->ctlfd, .fn = control_read,
 	    .ctx = sv };
 	if (loop_add(&sv->loop, &sv->ctlw, EPOLLIN) == -1)
-		die(111, "unable to watch the control FIFO");
+		die(ESV_EXIT_SYSTEM, "unable to watch the control FIFO");
 }
 
 static void
@@ -286,7 +286,7 @@ setup_rendezvous(struct supervisor *sv)
 	char err[512];
 
 	if (rdzv_open(&sv->rz, sv->cfg, &sv->loop, &cb, err, sizeof(err)) == -1)
-		diex(100, "%s", err);
+		diex(ESV_EXIT_USAGE, "%s", err);
 }
 
 /* torchrun resolves its interpreter once; so do we, and fail early. */
@@ -325,12 +325,12 @@ main(int argc, char **argv)
 	setprogname("esv-supervise");
 	sanitize_fds();
 	if ((r = config_load(&cfg, argc, argv, environ, err, sizeof(err))) == -1)
-		diex(100, "%s", err);
+		diex(ESV_EXIT_USAGE, "%s", err);
 	if (r == 1)
 		return 0;
 	/* Every path esv builds starts with JOBDIR: leave room for the rest. */
 	if (strlen(cfg.jobdir) > PATH_MAX / 2)
-		diex(100, "%s: JOBDIR path too long", cfg.jobdir);
+		diex(ESV_EXIT_USAGE, "%s: JOBDIR path too long", cfg.jobdir);
 
 	/* torchrun's banner, in one line: the default is surprising. */
 	if (cfg.nproc_per_node > 1 && getenv("OMP_NUM_THREADS") == NULL)
@@ -344,14 +344,14 @@ main(int argc, char **argv)
 	sv.logfd = sv.runfd = sv.attemptfd = -1;
 	sv.environ = environ;
 	sv.want = 'u';
-	sv.exit_code = 1;
+	sv.exit_code = ESV_EXIT_FAILED;
 	sv.backoff = (struct backoff){ .initial_ms = cfg.restart_delay_ms,
 	    .max_ms = cfg.restart_delay_max_ms,
 	    .reset_ms = cfg.restart_reset_ms };
 	signal(SIGPIPE, SIG_IGN);
 	/* Grandchildren that a worker orphans come back to us to be reaped. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
-		die(111, "unable to become a child subreaper");
+		die(ESV_EXIT_SYSTEM, "unable to become a child subreaper");
 	resolve_python(&sv);
 	sv.job_name = cfg.argv[0];
 
@@ -378,7 +378,7 @@ main(int argc, char **argv)
 
 	for (;;) {
 		if (loop_once(&sv.loop, sv.report_pending ? 0 : -1) == -1)
-			die(111, "epoll_wait");
+			die(ESV_EXIT_SYSTEM, "epoll_wait");
 		if (sv.report_pending)
 			group_report_step(&sv, true);
 	}

@@ -70,20 +70,20 @@ watchdog_setup(struct supervisor *sv)
 		strlcpy(sv->wd_fifo, cfg->timer_file, sizeof(sv->wd_fifo));
 	else if (pathf(sv->wd_fifo, sizeof(sv->wd_fifo), "%s/%s", cfg->jobdir,
 	    ESV_TIMER_FIFO) == -1)
-		diex(100, "%s: JOBDIR path too long", cfg->jobdir);
+		diex(ESV_EXIT_USAGE, "%s: JOBDIR path too long", cfg->jobdir);
 	if (pathf(sv->wd_sock, sizeof(sv->wd_sock), "%s/%s", cfg->jobdir,
 	    ESV_WATCHDOG_SOCK) == -1 || strlen(sv->wd_sock) >= 108)
-		diex(100, "%s/%s: too long for a UNIX socket", cfg->jobdir,
+		diex(ESV_EXIT_USAGE, "%s/%s: too long for a UNIX socket", cfg->jobdir,
 		    ESV_WATCHDOG_SOCK);
 	if (make_fifo(sv->wd_fifo) == -1)
-		die(111, "unable to create the timer FIFO %s", sv->wd_fifo);
+		die(ESV_EXIT_SYSTEM, "unable to create the timer FIFO %s", sv->wd_fifo);
 	sv->wd_fifo_fd = open(sv->wd_fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (sv->wd_fifo_fd == -1)
-		die(111, "unable to open %s", sv->wd_fifo);
+		die(ESV_EXIT_SYSTEM, "unable to open %s", sv->wd_fifo);
 	sv->wd_timer = (struct watch){ .fn = watchdog_timer, .ctx = sv };
 	if ((sv->wd_timer.fd = timer_open()) == -1 ||
 	    loop_add(&sv->loop, &sv->wd_timer, EPOLLIN) == -1)
-		die(111, "unable to create a timer");
+		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	wd_spawn(sv);
 }
 

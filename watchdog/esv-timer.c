@@ -32,7 +32,11 @@
 "       esv-timer release [--scope NAME] [--pid PID] [--fifo PATH]\n" \
 "       esv-timer run DURATION [--scope NAME] [--signal SIG] [--pid PID]\n" \
 "                 [--fifo PATH] -- COMMAND [ARG...]\n" \
-"       esv-timer --help | --version\n"
+"       esv-timer --help | --version\n" \
+"Exit status: arm, release: 0 written, 1 refused (FIFO full, line too long),\n" \
+"100 usage error, 111 system error (no watchdog reads the FIFO...); run: the\n" \
+"command's status (128+signal if killed, 127 not found, 126 not runnable),\n" \
+"100 or 111 when the timer could not be armed or released.\n"
 
 struct opts {
 	const char	*scope, *fifo;

@@ -102,7 +102,9 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: esv-watchdogd [-v] --fifo PATH [--socket PATH] "
 	    "[--control-fd N | --any-pid]\n"
-	    "       esv-watchdogd --help | --version\n");
+	    "       esv-watchdogd --help | --version\n"
+	    "Exit status: 0 stopped by a signal or by the supervisor, 100 usage "
+	    "error,\n111 system error.\n");
 }
 
 /* ---- the control channel ---- */
