@@ -752,7 +752,8 @@ kill_adopted(struct supervisor *sv)
 	for (i = 0; i < n; i++)
 		if (pids[i] > 1 && pids[i] != sv->guardian_pid &&
 		    pids[i] != rs.host_pid && pids[i] != sv->wd_pid &&
-		    pids[i] != sv->hd_pid && !inherited(sv, pids[i], false))
+		    pids[i] != sv->hd_pid && pids[i] != sv->host_pid &&
+		    !inherited(sv, pids[i], false))
 			kill(pids[i], SIGKILL);
 	free(pids);
 }
@@ -1013,6 +1014,10 @@ group_reap(struct supervisor *sv)
 		}
 		if (pid == sv->hd_pid) {
 			healthd_died(sv, status);
+			continue;
+		}
+		if (pid == sv->host_pid) {
+			sv->host_pid = 0;
 			continue;
 		}
 		if ((wk = find_worker(sv, pid)) == NULL) {

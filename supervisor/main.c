@@ -357,6 +357,7 @@ main(int argc, char **argv)
 
 	open_control_dir(&sv);
 	setup_loop(&sv);
+	hostname_start(&sv);
 	setup_rendezvous(&sv);
 	watchdog_setup(&sv);
 	healthd_setup(&sv);

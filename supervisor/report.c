@@ -344,9 +344,6 @@ report_failure(struct supervisor *sv, bool final)
 
 	if (sv->nfailures == 0)
 		return;
-	/* Only now: resolving names pulls half of libc into memory. */
-	if (sv->host[0] == '\0')
-		host_fqdn(sv->host, sizeof(sv->host));
 	json = failure_summary_json(name, sv->host, sv->failures,
 	    sv->nfailures);
 	if (json != NULL) {

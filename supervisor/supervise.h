@@ -136,7 +136,9 @@ struct supervisor {
 	char			 run_dir[PATH_MAX];
 	char			 attempt_dir[PATH_MAX];
 	char			 python[PATH_MAX];
-	char			 host[256];
+	char			 host[256];	/* hostname.c */
+	struct watch		 hostw;
+	pid_t			 host_pid;	/* its child, until reaped */
 	const char		*job_name;	/* the summary's title */
 	int			 exit_code;
 	unsigned		 report_next;	/* next worker whose files to write */
@@ -253,6 +255,12 @@ void	healthd_setup(struct supervisor *sv);
 void	healthd_died(struct supervisor *sv, int status);
 void	healthd_timer(struct watch *w, uint32_t events);
 void	healthd_stop(struct supervisor *sv);
+
+/*
+ * hostname.c: the host's canonical name for the failure summary, looked
+ * up by a child; sv->host holds gethostname() until it answers.
+ */
+void	hostname_start(struct supervisor *sv);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);
