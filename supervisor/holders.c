@@ -290,10 +290,29 @@ lock_now(struct supervisor *sv, int fd)
 	return -1;
 }
 
-static void
-on_alarm(int sig)
+/*
+ * Wait up to ms for an exclusive flock: LOCK_NB tried every 5 ms, not a
+ * blocking flock under alarm(), so no signal is borrowed (one listed in
+ * --signals-to-handle is blocked, and its alarm would never interrupt).
+ * 0, or -1 with errno EWOULDBLOCK at the deadline.
+ */
+static int
+lock_wait(int fd, long long ms)
 {
-	(void)sig;
+	const struct timespec step = { 0, 5 * 1000 * 1000 };
+	long long deadline = mono_ms() + ms;
+
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (mono_ms() >= deadline) {
+			errno = EWOULDBLOCK;
+			return -1;
+		}
+		nanosleep(&step, NULL);
+	}
 }
 
 /*
@@ -306,7 +325,6 @@ static void
 guardian_wait(struct supervisor *sv)
 {
 	const char *jd = sv->cfg->jobdir;
-	struct sigaction sa, old;
 	int fd;
 
 	fd = openat(sv->jobfd, ESV_GUARDIAN_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
@@ -318,32 +336,24 @@ guardian_wait(struct supervisor *sv)
 		return;
 	if (errno != EWOULDBLOCK)
 		die(ESV_EXIT_SYSTEM, "unable to lock %s/%s", jd, ESV_GUARDIAN_LOCK);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
 	/* After an orderly exit it only has a scan of /proc to make. */
-	alarm(1);
-	if (flock(fd, LOCK_EX) == -1) {
+	if (lock_wait(fd, 1000) == -1) {
 		info_msg("%s: waiting for the guardian of an earlier supervisor "
 		    "to finish", jd);
-		alarm(GUARDIAN_SWEEP_MS / 1000 + 4);
-		if (flock(fd, LOCK_EX) == -1)
+		if (lock_wait(fd, GUARDIAN_SWEEP_MS + 3000) == -1)
 			warn_msg("%s: the guardian of an earlier supervisor "
 			    "still runs: going on without it", jd);
 	}
-	alarm(0);
-	sigaction(SIGALRM, &old, NULL);
 }
 
 int
 group_lock_take(struct supervisor *sv, bool at_start)
 {
 	const char *jd = sv->cfg->jobdir;
-	struct sigaction sa, old;
 	struct sweep s = { 0 };
 	struct stat st;
 	unsigned i;
-	int fd, r;
+	int fd;
 
 	if (sv->grouplockfd > 0)
 		return 0;
@@ -385,16 +395,11 @@ group_lock_take(struct supervisor *sv, bool at_start)
 	sweep_free(&s);
 	/*
 	 * They were sent SIGKILL: only a process stuck in the kernel takes
-	 * long.  Bound the wait; the loop must not hang on it.
+	 * long.  This one wait blocks the loop, bounded: the next attempt
+	 * must not start while the last one's processes still hold the lock,
+	 * and signals that come meanwhile wait in the signalfd.
 	 */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
-	alarm(at_start ? 10 : 2);
-	r = flock(fd, LOCK_EX);
-	alarm(0);
-	sigaction(SIGALRM, &old, NULL);
-	return r;
+	return lock_wait(fd, at_start ? 10000 : 2000);
 }
 
 /* The workers hold it now. */
