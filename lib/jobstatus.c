@@ -62,6 +62,9 @@ jobstatus_probe(const char *jobdir)
 	return 1;
 }
 
+/* What a key of a state file is made of. */
+#define KEY_CHARS	"abcdefghijklmnopqrstuvwxyz0123456789_"
+
 static int
 is_decimal(const char *s)
 {
@@ -130,7 +133,7 @@ kv_to_json(const struct kvlist *kl)
 	for (i = 0; i < kl->n; i++) {
 		kp = &kl->pairs[i];
 		/* Anything but a well-formed key is noise, ignored as unknown. */
-		if (kp->key[strspn(kp->key, "abcdefghijklmnopqrstuvwxyz0123456789_")]
+		if (kp->key[strspn(kp->key, KEY_CHARS)]
 		    != '\0')
 			continue;
 		if (in_list(list_keys, kp->key))
@@ -172,7 +175,7 @@ kv_text_problem(const char *text, size_t len, char *why, size_t whylen)
 			    "newline at the end", lineno), 1;
 		eq = memchr(line, '=', end - line);
 		if (eq == NULL || eq == line || line[strspn(line,
-		    "abcdefghijklmnopqrstuvwxyz0123456789_")] != '=')
+		    KEY_CHARS)] != '=')
 			return snprintf(why, whylen, "line %zu: not key=value",
 			    lineno), 1;
 		if (!utf8_valid(line, end - line))

@@ -21,8 +21,6 @@
 #include "msg.h"
 #include "supervise.h"
 
-/* Letters of runit's and s6's control FIFO that esv obeys. */
-
 static int
 make_fifo(struct supervisor *sv, const char *name)
 {
