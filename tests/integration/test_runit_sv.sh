@@ -65,6 +65,8 @@ start_sup "$J" --no-python --nproc-per-node 2 --shutdown-timeout 5 \
     -- "$PY" "$REC" "$T/rec" exit
 wait_for -t 15 eval '[ -e "$T/rec" ] && [ "$(count_lines "$T/rec" " START ")" -eq 2 ]' ||
     fail "workers did not start: $(cat "$SUP_ERR")"
+# The workers can run before the supervisor has written that they do.
+assert_rc 0 "$CTL" wait up -t 10 "$J"
 
 # ---- status
 note "sv status"
