@@ -81,7 +81,10 @@ int	rdzv_barrier(struct rdzv *rz, unsigned timeout_ms);
 void	rdzv_status(struct rdzv *rz, struct rdzv_status *st);
 /* A child was reaped: true if it was the backend's (a hosted esv-rdzv). */
 bool	rdzv_child_exited(struct rdzv *rz, pid_t pid, int status);
-/* job_over: the job ended here (success or final failure), refuse joins. */
+/*
+ * job_over: the job ended here (success or final failure), refuse joins.
+ * Releases what the backend holds; only rdzv_status may follow.
+ */
 void	rdzv_close(struct rdzv *rz, bool job_over);
 
 /* A TCP port free on addr now (bind port 0); 0 on error. */

@@ -808,6 +808,8 @@ esv_status(struct rdzv *rz, struct rdzv_status *st)
 {
 	struct esv *e = rz->priv;
 
+	if (e == NULL)
+		return;
 	strlcpy(st->endpoint, e->endpoint, sizeof(st->endpoint));
 	st->connected = e->conn == C_UP;
 	st->nodes_waiting = e->waiting;
@@ -840,6 +842,11 @@ esv_close(struct rdzv *rz, bool job_over)
 	/* A private server serves nobody else; a hosted one, the others. */
 	if (e->cfg->standalone && e->host_pid != 0)
 		kill(e->host_pid, SIGTERM);
+	loop_del(rz->loop, &e->tw);
+	close(e->tw.fd);
+	explicit_bzero(e->token, sizeof(e->token));
+	free(e);
+	rz->priv = NULL;
 }
 
 const struct rdzv_backend rdzv_esv_backend = {

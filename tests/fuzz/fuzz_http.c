@@ -74,6 +74,7 @@ exchange(const uint8_t *data, size_t size, char *out, size_t outlen)
 	ssize_t n;
 	char sink[4096];
 	struct watch cw = { .fn = client_ready };
+	long long next;
 	int fd, turn, busy = 0;
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -93,9 +94,14 @@ exchange(const uint8_t *data, size_t size, char *out, size_t outlen)
 		if (n == 0 || (n == -1 && errno != EAGAIN &&
 		    errno != ENOTCONN))
 			break;
-		http_run(h, mono_ms());
-		/* Turns that find work are cheap; an idle one waits 1 ms. */
-		if (loop_once(&lp, 0) > 0 && ++busy < BUSY_MAX)
+		/*
+		 * Turns that find work are cheap; an idle one waits 1 ms, or
+		 * less when libmicrohttpd has work due (as esv-healthd's loop
+		 * waits until http_run's deadline).
+		 */
+		next = http_run(h, mono_ms());
+		if ((loop_once(&lp, 0) > 0 || next <= mono_ms()) &&
+		    ++busy < BUSY_MAX)
 			turn--;
 		else
 			loop_once(&lp, 1);
