@@ -62,7 +62,10 @@ char	*failure_summary_json(const char *name, const char *host,
 int	failure_copy_root_cause(const char *dest,
 	    const struct worker_failure *root);
 
-/* socket.getfqdn(): the canonical name of this host, into buf. */
+/*
+ * socket.getfqdn(): the canonical name of this host, into buf.  Blocks
+ * on DNS: esv-supervise calls it only in a child (supervisor/hostname.c).
+ */
 void	host_fqdn(char *buf, size_t len);
 
 #endif

@@ -112,6 +112,7 @@ net_listen(const char *arg, void (*add)(int))
 		listen_wild(pn, orig, add);
 		return;
 	}
+	/* Start-up, before any loop runs: a lookup may wait here. */
 	if ((e = getaddrinfo(host, port, &hints, &res)) != 0)
 		diex(ESV_EXIT_USAGE, "--listen %s: %s", orig,
 		    gai_strerror(e));

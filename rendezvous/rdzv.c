@@ -1,5 +1,4 @@
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -71,13 +70,9 @@ rdzv_status(struct rdzv *rz, struct rdzv_status *st)
 bool
 rdzv_child_exited(struct rdzv *rz, pid_t pid, int status)
 {
-	struct rdzv_status st;
-
-	rdzv_status(rz, &st);
-	if (pid <= 0 || st.host_pid != pid)
+	if (pid <= 0 || rz->be == NULL || rz->be->child_exited == NULL)
 		return false;
-	rz->be->child_exited(rz, pid, status);
-	return true;
+	return rz->be->child_exited(rz, pid, status);
 }
 
 void
@@ -87,46 +82,25 @@ rdzv_close(struct rdzv *rz, bool job_over)
 		rz->be->close(rz, job_over);
 }
 
-/* Bind port 0 on sa and read back the port the kernel chose. */
-static unsigned
-bound_port(const struct sockaddr *sa, socklen_t len)
+/* Bind port 0 and read back the port the kernel chose. */
+unsigned
+rdzv_free_port(const struct lookup_answer *a)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	unsigned port = 0;
 	int fd;
 
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (a->n == 0)
+		return 0;
+	fd = socket(a->addr[0].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return 0;
-	if (bind(fd, sa, len) == 0 &&
+	if (bind(fd, (const struct sockaddr *)&a->addr[0], a->len[0]) == 0 &&
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		port = ntohs(ss.ss_family == AF_INET6 ?
 		    ((struct sockaddr_in6 *)&ss)->sin6_port :
 		    ((struct sockaddr_in *)&ss)->sin_port);
 	close(fd);
-	return port;
-}
-
-unsigned
-rdzv_free_port(const char *addr)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
-	struct addrinfo hints, *res;
-	unsigned port;
-
-	/* Numeric addresses need no resolver (nor its memory). */
-	if (inet_pton(AF_INET, addr, &sin.sin_addr) == 1)
-		return bound_port((struct sockaddr *)&sin, sizeof(sin));
-	if (inet_pton(AF_INET6, addr, &sin6.sin6_addr) == 1)
-		return bound_port((struct sockaddr *)&sin6, sizeof(sin6));
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	if (getaddrinfo(addr, "0", &hints, &res) != 0)
-		return 0;
-	port = bound_port(res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
 	return port;
 }

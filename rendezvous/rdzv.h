@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "loop.h"
+#include "lookup.h"
 #include "ranks.h"
 
 struct rdzv_round {
@@ -47,6 +48,7 @@ struct rdzv_status {
 	unsigned	nodes_waiting;
 	unsigned	participants;	/* joined the round being gathered */
 	pid_t		host_pid;	/* esv-rdzv child we host, or 0 */
+	pid_t		lookup_pid;	/* a name lookup's child, or 0 */
 };
 
 struct rdzv_backend {
@@ -56,7 +58,8 @@ struct rdzv_backend {
 	void	(*leave)(struct rdzv *rz);
 	int	(*barrier)(struct rdzv *rz, unsigned timeout_ms);
 	void	(*status)(struct rdzv *rz, struct rdzv_status *st);
-	void	(*child_exited)(struct rdzv *rz, pid_t pid, int status);
+	/* A child was reaped: true if it was the backend's. */
+	bool	(*child_exited)(struct rdzv *rz, pid_t pid, int status);
 	void	(*close)(struct rdzv *rz, bool job_over);
 };
 
@@ -79,7 +82,8 @@ void	rdzv_leave(struct rdzv *rz);
 /* The group succeeded: wait (asynchronously) for the other nodes. */
 int	rdzv_barrier(struct rdzv *rz, unsigned timeout_ms);
 void	rdzv_status(struct rdzv *rz, struct rdzv_status *st);
-/* A child was reaped: true if it was the backend's (a hosted esv-rdzv). */
+/* A child was reaped: true if it was the backend's (a hosted esv-rdzv,
+ * a name lookup). */
 bool	rdzv_child_exited(struct rdzv *rz, pid_t pid, int status);
 /*
  * job_over: the job ended here (success or final failure), refuse joins.
@@ -87,7 +91,10 @@ bool	rdzv_child_exited(struct rdzv *rz, pid_t pid, int status);
  */
 void	rdzv_close(struct rdzv *rz, bool job_over);
 
-/* A TCP port free on addr now (bind port 0); 0 on error. */
-unsigned rdzv_free_port(const char *addr);
+/*
+ * A TCP port free now on the first address of a (bind port 0); 0 on
+ * error.  Names are resolved before the loop runs (lookup_now).
+ */
+unsigned rdzv_free_port(const struct lookup_answer *a);
 
 #endif

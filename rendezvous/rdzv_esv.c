@@ -10,7 +10,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,8 +30,10 @@
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	2000
 #define OUT_MAX		4096
+#define GREETING_MS	3000	/* to connect and be greeted */
+#define LOOKUP_MS	30000	/* a resolver's own retries fit in */
 
-enum conn_state { C_DOWN, C_CONNECTING, C_GREETING, C_UP };
+enum conn_state { C_DOWN, C_RESOLVING, C_CONNECTING, C_GREETING, C_UP };
 
 /* What the supervisor asked of the rendezvous last. */
 enum want { W_NOTHING, W_ROUND, W_RUNNING, W_BARRIER };
@@ -48,6 +49,13 @@ struct esv {
 	char			 endpoint[300];
 	bool			 may_host;
 	pid_t			 host_pid;
+	/* The endpoint's addresses, looked up anew for every connection. */
+	struct lookup_answer	 peer;
+	unsigned		 peer_next;
+	pid_t			 lookup_pid;	/* until reaped */
+	struct watch		 lw;
+	/* local_addr, looked up at start-up (none: numeric from the socket) */
+	struct lookup_answer	 local;
 
 	enum conn_state		 conn;
 	struct watch		 w, tw;
@@ -146,6 +154,7 @@ pick_master(struct esv *e)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
+	struct lookup_answer mine;
 	void *a;
 
 	if (e->cfg->local_addr[0] != '\0')
@@ -158,7 +167,10 @@ pick_master(struct esv *e)
 	}
 	if (e->my_addr[0] == '\0')
 		strlcpy(e->my_addr, "127.0.0.1", sizeof(e->my_addr));
-	if ((e->my_port = rdzv_free_port(e->my_addr)) == 0) {
+	if (e->cfg->local_addr[0] == '\0')
+		lookup_numeric(e->my_addr, 0, &mine);
+	if ((e->my_port = rdzv_free_port(e->cfg->local_addr[0] != '\0' ?
+	    &e->local : &mine)) == 0) {
 		warn_msg("rendezvous: no free port on %s (local_addr)",
 		    e->my_addr);
 		e->my_port = e->cfg->master_port;
@@ -205,6 +217,15 @@ conn_close(struct esv *e)
 {
 	if (e->conn == C_DOWN)
 		return;
+	if (e->conn == C_RESOLVING) {
+		/* Reaped by the supervisor, through esv_child_exited. */
+		kill(e->lookup_pid, SIGKILL);
+		loop_del(e->rz->loop, &e->lw);
+		close(e->lw.fd);
+		e->lw.fd = -1;
+		e->conn = C_DOWN;
+		return;
+	}
 	loop_del(e->rz->loop, &e->w);
 	close(e->w.fd);
 	e->w.fd = -1;
@@ -570,7 +591,7 @@ maybe_host(struct esv *e)
 
 	if (!e->may_host || e->host_pid != 0)
 		return;
-	r = rdzv_host_try(e->host, e->port, e->token_path, &e->host_pid, err,
+	r = rdzv_host_try(&e->peer, e->token_path, &e->host_pid, err,
 	    sizeof(err));
 	if (r == -1)
 		warn_msg("rendezvous: %s", err);
@@ -580,33 +601,26 @@ maybe_host(struct esv *e)
 		    e->endpoint, (int)e->host_pid);
 }
 
+/* The endpoint's addresses are known: connect to the next of them. */
 static void
-conn_start(struct esv *e)
+conn_connect(struct esv *e)
 {
-	struct addrinfo hints, *res;
-	char serv[8];
+	const struct sockaddr_storage *sa;
+	socklen_t len;
 	int fd, r;
 
-	e->reconnect_at = 0;
 	maybe_host(e);
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(serv, sizeof(serv), "%u", e->port);
-	if ((r = getaddrinfo(e->host, serv, &hints, &res)) != 0) {
-		conn_lost(e, gai_strerror(r));
-		return;
-	}
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	e->peer_next %= e->peer.n;
+	sa = &e->peer.addr[e->peer_next];
+	len = e->peer.len[e->peer_next++];
+	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0);
 	if (fd == -1) {
-		freeaddrinfo(res);
 		conn_lost(e, strerror(errno));
 		return;
 	}
-	r = connect(fd, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	if (r == -1 && errno != EINPROGRESS) {
+	if (connect(fd, (const struct sockaddr *)sa, len) == -1 &&
+	    errno != EINPROGRESS) {
 		r = errno;
 		close(fd);
 		conn_lost(e, strerror(r));
@@ -621,6 +635,64 @@ conn_start(struct esv *e)
 		conn_lost(e, strerror(r));
 		return;
 	}
+	e->last_rx = mono_ms();
+	rearm(e);
+}
+
+static void
+on_lookup(struct watch *w, uint32_t events)
+{
+	struct esv *e = w->ctx;
+	int r;
+
+	(void)events;
+	if ((r = lookup_read(w->fd, &e->peer)) == 0)
+		return;
+	loop_del(e->rz->loop, w);
+	close(w->fd);
+	w->fd = -1;
+	e->conn = C_DOWN;
+	if (r == 1 && e->peer.n > 0)
+		conn_connect(e);
+	else
+		conn_lost(e, e->peer.err);
+}
+
+/*
+ * A numeric endpoint is connected to at once; a name is looked up by a
+ * child first (lib/lookup.h), since DNS may take seconds the loop has not
+ * got, and anew for every connection, so that a moved server is found.
+ */
+static void
+conn_start(struct esv *e)
+{
+	int fd;
+
+	e->reconnect_at = 0;
+	if (lookup_numeric(e->host, e->port, &e->peer)) {
+		conn_connect(e);
+		return;
+	}
+	if (e->lookup_pid != 0) {
+		/* The last resolver is not reaped yet: its pid is still ours. */
+		e->reconnect_at = mono_ms() + BACKOFF_MIN_MS;
+		rearm(e);
+		return;
+	}
+	if ((e->lookup_pid = lookup_start(e->host, e->port, &fd)) == -1) {
+		e->lookup_pid = 0;
+		conn_lost(e, strerror(errno));
+		return;
+	}
+	e->lw = (struct watch){ .fd = fd, .fn = on_lookup, .ctx = e };
+	if (loop_add(e->rz->loop, &e->lw, EPOLLIN) == -1) {
+		kill(e->lookup_pid, SIGKILL);
+		close(fd);
+		e->lw.fd = -1;
+		conn_lost(e, strerror(errno));
+		return;
+	}
+	e->conn = C_RESOLVING;
 	e->last_rx = mono_ms();
 	rearm(e);
 }
@@ -642,13 +714,15 @@ rearm(struct esv *e)
 
 	if (e->conn == C_DOWN && e->want != W_NOTHING)
 		at = e->reconnect_at != 0 ? e->reconnect_at : now;
-	if (e->conn != C_DOWN && e->hb_ms > 0) {
+	if (e->conn != C_DOWN && e->conn != C_RESOLVING && e->hb_ms > 0) {
 		at = earliest(at, e->last_rx + 3 * (long long)e->hb_ms);
 		if (e->conn == C_UP)
 			at = earliest(at, e->last_tx + e->hb_ms);
 	}
 	if (e->conn == C_CONNECTING || e->conn == C_GREETING)
-		at = earliest(at, e->last_rx + 3000);
+		at = earliest(at, e->last_rx + GREETING_MS);
+	if (e->conn == C_RESOLVING)
+		at = earliest(at, e->last_rx + LOOKUP_MS);
 	if (e->want == W_ROUND)
 		at = earliest(at, e->join_deadline);
 	if (e->want == W_BARRIER)
@@ -686,7 +760,14 @@ on_timer(struct watch *w, uint32_t events)
 			rearm(e);
 		return;
 	}
-	if (e->conn != C_UP && now >= e->last_rx + 3000) {
+	if (e->conn == C_RESOLVING) {
+		if (now >= e->last_rx + LOOKUP_MS)
+			conn_lost(e, "name lookup timed out");
+		else
+			rearm(e);
+		return;
+	}
+	if (e->conn != C_UP && now >= e->last_rx + GREETING_MS) {
 		conn_lost(e, "no greeting from the server");
 		return;
 	}
@@ -720,6 +801,10 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 	e->rz = rz;
 	e->cfg = cfg;
 	e->w = (struct watch){ .fd = -1, .fn = on_socket, .ctx = e };
+	e->lw.fd = -1;
+	/* At start-up, before the loop runs: a name may wait on DNS. */
+	if (cfg->local_addr[0] != '\0')
+		lookup_now(cfg->local_addr, 0, &e->local);
 	e->tw = (struct watch){ .fn = on_timer, .ctx = e };
 	if ((e->tw.fd = timer_open()) == -1 ||
 	    loop_add(rz->loop, &e->tw, EPOLLIN) == -1) {
@@ -815,17 +900,26 @@ esv_status(struct rdzv *rz, struct rdzv_status *st)
 	st->nodes_waiting = e->waiting;
 	st->participants = e->participants;
 	st->host_pid = e->host_pid;
+	st->lookup_pid = e->lookup_pid;
 }
 
-static void
+static bool
 esv_child_exited(struct rdzv *rz, pid_t pid, int status)
 {
 	struct esv *e = rz->priv;
 
-	(void)pid;
+	if (e == NULL)
+		return false;
+	if (pid == e->lookup_pid) {
+		e->lookup_pid = 0;
+		return true;
+	}
+	if (pid != e->host_pid)
+		return false;
 	warn_msg("rendezvous: hosted esv-rdzv (pid %d) exited (status 0x%x)",
 	    (int)e->host_pid, status);
 	e->host_pid = 0;
+	return true;
 }
 
 static void

@@ -1,7 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,23 +91,15 @@ rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
 }
 
 int
-rdzv_host_try(const char *host, unsigned port, const char *tokenfile,
+rdzv_host_try(const struct lookup_answer *a, const char *tokenfile,
     pid_t *pid, char *err, size_t errlen)
 {
-	struct addrinfo hints, *res, *ai;
-	char serv[8];
+	unsigned i;
 	int fd = -1, r;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(serv, sizeof(serv), "%u", port);
-	if (getaddrinfo(host, serv, &hints, &res) != 0)
-		return 0;
 	/* Not an address of ours (EADDRNOTAVAIL), or taken: a client only. */
-	for (ai = res; ai != NULL && fd == -1; ai = ai->ai_next)
-		fd = listen_on(ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(res);
+	for (i = 0; i < a->n && fd == -1; i++)
+		fd = listen_on((const struct sockaddr *)&a->addr[i], a->len[i]);
 	if (fd == -1)
 		return 0;
 	r = spawn_server(fd, tokenfile, pid, err, errlen);

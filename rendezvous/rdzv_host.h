@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "lookup.h"
+
 /*
  * --standalone: write a fresh token to tokenpath (mode 0600), listen on
  * 127.0.0.1 at a free port and start esv-rdzv there.  0 with *port and
@@ -19,11 +21,11 @@ int	rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
 	    char *err, size_t errlen);
 
 /*
- * Listen on host:port if it is an address of this host that is free,
- * and start esv-rdzv there.  1 hosting (*pid set), 0 not ours to host
- * (not local, or already taken), -1 error (err set).
+ * Listen on the first of the endpoint's addresses that is an address of
+ * this host and free, and start esv-rdzv there.  1 hosting (*pid set), 0
+ * not ours to host (not local, or already taken), -1 error (err set).
  */
-int	rdzv_host_try(const char *host, unsigned port, const char *tokenfile,
+int	rdzv_host_try(const struct lookup_answer *a, const char *tokenfile,
 	    pid_t *pid, char *err, size_t errlen);
 
 #endif

@@ -5,6 +5,7 @@
  * is False: no agent runs a store in this version).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rdzv.h"
@@ -12,10 +13,26 @@
 static int
 static_open(struct rdzv *rz, char *err, size_t errlen)
 {
-	(void)rz;
-	(void)err;
-	(void)errlen;
+	struct lookup_answer *a;
+
+	if (rz->cfg->master_port_set || rz->cfg->nnodes_max != 1)
+		return 0;
+	/* At start-up: a name's lookup may wait on DNS, a round may not. */
+	if ((a = calloc(1, sizeof(*a))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	lookup_now(rz->cfg->master_addr, 0, a);
+	rz->priv = a;
 	return 0;
+}
+
+static void
+static_close(struct rdzv *rz, bool job_over)
+{
+	(void)job_over;
+	free(rz->priv);
+	rz->priv = NULL;
 }
 
 static int
@@ -38,8 +55,8 @@ static_join(struct rdzv *rz)
 	 * two single-node jobs on a host never race for 29500 (torch's
 	 * auto-standalone does the same).
 	 */
-	if (!cfg->master_port_set && cfg->nnodes_max == 1) {
-		r.master_port = rdzv_free_port(cfg->master_addr);
+	if (rz->priv != NULL) {
+		r.master_port = rdzv_free_port(rz->priv);
 		if (r.master_port == 0)
 			r.master_port = cfg->master_port;
 	}
@@ -52,4 +69,5 @@ const struct rdzv_backend rdzv_static_backend = {
 	.name = "static",
 	.open = static_open,
 	.join = static_join,
+	.close = static_close,
 };

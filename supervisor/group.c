@@ -751,7 +751,8 @@ kill_adopted(struct supervisor *sv)
 		return;
 	for (i = 0; i < n; i++)
 		if (pids[i] > 1 && pids[i] != sv->guardian_pid &&
-		    pids[i] != rs.host_pid && pids[i] != sv->wd_pid &&
+		    pids[i] != rs.host_pid && pids[i] != rs.lookup_pid &&
+		    pids[i] != sv->wd_pid &&
 		    pids[i] != sv->hd_pid && pids[i] != sv->host_pid &&
 		    !inherited(sv, pids[i], false))
 			kill(pids[i], SIGKILL);
