@@ -1,6 +1,6 @@
 /*
  * The esv rendezvous backend as esv-supervise runs it
- * (rendezvous/rdzv_esv.c): a real connection on loopback to a fake
+ * (rendezvous/client/rdzv_esv.c): a real connection on loopback to a fake
  * esv-rdzv played by the input.  The harness greets the client, reads
  * the cnonce of its JOIN and makes the session key, so that the fuzzer
  * speaks as a server that knows the token as well as one that does not.
@@ -32,7 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../rendezvous/rdzv.h"
+#include "../../rendezvous/client/rdzv.h"
 #include "fuzz.h"
 #include "rdzvproto.h"
 

@@ -1,5 +1,5 @@
 /*
- * The esv-rdzv state machine (rendezvous/rdzv_server.c, rdzv_job.c) driven
+ * The esv-rdzv state machine (rendezvous/server/rdzv_server.c, rdzv_job.c) driven
  * by the input as a script of connections, bytes, sealed lines, losses and
  * the passing of time, with no sockets.  The harness keeps each fake
  * client's session (it reads the server's greeting, makes the key a JOIN
@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "../../rendezvous/rdzv_server.h"
+#include "../../rendezvous/server/rdzv_server.h"
 #include "fuzz.h"
 #include "rdzvproto.h"
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "rdzv_server.h"
+#include "../../rendezvous/server/rdzv_server.h"
 #include "rdzvproto.h"
 
 #define TOKEN	"test-token-0123456789"

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The build refuses a wrong arrow: a header of an executable included from
+lib/, or one component's header included from another's code.
+
+For a source file of each component, its own compile command (from the
+build's compile_commands.json) is run on a one-line file that includes a
+header the component must not see, with the component's directory searched
+first for quoted includes, as for the real file.  Each must fail with "No
+such file"; a header it may see must compile, so that the check can tell.
+Usage: arrows.py BUILD_DIR SOURCE_DIR
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+build, src = (os.path.abspath(a) for a in sys.argv[1:3])
+
+# component's sample source -> (headers it may include, headers it must not)
+RULES = {
+    "lib/msg.c": (["msg.h"], ["supervise.h", "rdzv.h", "rdzv_server.h",
+                              "healthd.h", "timers.h", "esv-timer.h"]),
+    "healthd/view.c": (["healthd.h", "jobstatus.h"],
+                       ["supervise.h", "rdzv.h", "rdzv_server.h",
+                        "timers.h"]),
+    "watchdog/timers.c": (["timers.h", "msg.h"],
+                          ["supervise.h", "rdzv.h", "healthd.h",
+                           "rdzv_server.h"]),
+    "rendezvous/server/rdzv_job.c": (["rdzv_server_int.h", "rdzvproto.h"],
+                                     ["rdzv.h", "rdzv_host.h", "supervise.h",
+                                      "healthd.h"]),
+    "rendezvous/client/rdzv.c": (["rdzv.h", "rdzvproto.h"],
+                                 ["rdzv_server.h", "supervise.h",
+                                  "healthd.h"]),
+    "supervisor/main.c": (["supervise.h", "rdzv.h", "msg.h"],
+                          ["rdzv_server.h", "healthd.h", "timers.h"]),
+}
+
+with open(os.path.join(build, "compile_commands.json")) as f:
+    commands = json.load(f)
+
+
+def command_for(rel):
+    want = os.path.realpath(os.path.join(src, rel))
+    for c in commands:
+        path = os.path.realpath(os.path.join(c["directory"], c["file"]))
+        # The executable's own compile, not a unit test's copy of it.
+        if path == want and "tests/" not in c["command"].split(" -o ")[1]:
+            return c
+    return None
+
+
+failures = 0
+checked = 0
+with tempfile.TemporaryDirectory() as tmp:
+    probe = os.path.join(tmp, "probe.c")
+    for rel, (allowed, forbidden) in RULES.items():
+        c = command_for(rel)
+        if c is None:
+            print("arrows: no compile command for %s" % rel)
+            failures += 1
+            continue
+        argv = shlex.split(c["command"])
+        # Drop the output, dependency and source arguments; compile the probe.
+        out = []
+        skip = False
+        for a in argv:
+            if skip:
+                skip = False
+                continue
+            if a in ("-o", "-MQ", "-MF", "-c"):
+                skip = True
+                continue
+            if a in ("-MD",) or a.startswith("-fdiagnostics-color"):
+                continue
+            out.append(a)
+        out[1:1] = ["-iquote", os.path.dirname(os.path.join(src, rel))]
+        out += ["-fsyntax-only", "-c", probe]
+        for header, want_ok in [(h, True) for h in allowed] + \
+                [(h, False) for h in forbidden]:
+            with open(probe, "w") as p:
+                p.write('#include "%s"\n' % header)
+            r = subprocess.run(out, cwd=c["directory"], capture_output=True,
+                               text=True)
+            checked += 1
+            ok = r.returncode == 0
+            if ok != want_ok or (not ok and "No such file" not in r.stderr):
+                failures += 1
+                print("arrows: %s including %s: %s" % (
+                    rel, header, "compiles, and must not" if ok else
+                    "fails: " + r.stderr.strip().splitlines()[0]
+                    if r.stderr.strip() else "fails"))
+print("arrows: %d includes tried, %d wrong" % (checked, failures))
+sys.exit(1 if failures else 0)
