@@ -7,68 +7,66 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctlschema.h"
 #include "healthd.h"
 #include "nelem.h"
 
-static const char *const group_states[] = { "down", "joining", "running",
-	"stopping", "backoff", "finishing", "succeeded", "failed", NULL };
-static const char *const worker_states[] = { "starting", "running",
-	"succeeded", "failed", "stopped", NULL };
 
 struct family {
 	const char	*name, *type, *help;
-	const char	*key;		/* of supervise/state, or NULL */
+	enum job_key	 key;		/* of supervise/state */
 };
 
 /* Values read as they are from supervise/state (esv-control(5)). */
 static const struct family job_families[] = {
 	{ "esv_restarts_total", "counter",
 	    "Group restarts after a worker failure (torch's restart count).",
-	    "restart_count" },
+	    JK_RESTART_COUNT },
 	{ "esv_max_restarts", "gauge",
-	    "Failure restarts allowed before the job fails.", "max_restarts" },
+	    "Failure restarts allowed before the job fails.", JK_MAX_RESTARTS },
 	{ "esv_manual_restarts_total", "counter",
-	    "Group restarts asked for by an operator.", "manual_restarts" },
+	    "Group restarts asked for by an operator.", JK_MANUAL_RESTARTS },
 	{ "esv_membership_restarts_total", "counter",
 	    "Group restarts because nodes joined or left.",
-	    "membership_restarts" },
+	    JK_MEMBERSHIP_RESTARTS },
 	{ "esv_group_starts_total", "counter",
-	    "Times the worker group was started (attempts).", "attempt" },
+	    "Times the worker group was started (attempts).", JK_ATTEMPT },
 	{ "esv_rendezvous_rounds_total", "counter",
-	    "Rendezvous rounds this node took part in.", "rdzv_round" },
+	    "Rendezvous rounds this node took part in.", JK_RDZV_ROUND },
 	{ "esv_timers_expired_total", "counter",
-	    "Worker timers that expired in esv-watchdogd.", "timers_expired" },
+	    "Worker timers that expired in esv-watchdogd.", JK_TIMERS_EXPIRED },
 	{ "esv_events_lost_total", "counter",
 	    "Lines of events.jsonl not written (a full file system).",
-	    "events_lost" },
+	    JK_EVENTS_LOST },
 	{ "esv_log_lines_lost_total", "counter",
 	    "Worker output lines the supervisor could not write to their "
-	    "log files.", "log_lines_lost" },
+	    "log files.", JK_LOG_LINES_LOST },
 	{ "esv_nodes_waiting", "gauge",
 	    "Nodes waiting at the rendezvous to join the next round.",
-	    "nodes_waiting" },
-	{ "esv_group_rank", "gauge", "This node's group rank.", "group_rank" },
+	    JK_NODES_WAITING },
+	{ "esv_group_rank", "gauge", "This node's group rank.", JK_GROUP_RANK },
 	{ "esv_group_world_size", "gauge", "Nodes in the current round.",
-	    "group_world_size" },
+	    JK_GROUP_WORLD_SIZE },
 	{ "esv_local_world_size", "gauge", "Workers on this node.",
-	    "local_world_size" },
+	    JK_LOCAL_WORLD_SIZE },
 	{ "esv_world_size", "gauge", "Workers in the whole job.",
-	    "world_size" },
+	    JK_WORLD_SIZE },
 };
 
 static const struct {
-	const char *kind, *key;
+	const char	*kind;
+	enum job_key	 key;
 } failure_kinds[] = {
-	{ "exit", "worker_failures_exit" },
-	{ "signal", "worker_failures_signal" },
-	{ "exec", "worker_failures_exec" },
-	{ "spawn", "worker_failures_spawn" },
+	{ "exit", JK_FAILURES_EXIT },
+	{ "signal", JK_FAILURES_SIGNAL },
+	{ "exec", JK_FAILURES_EXEC },
+	{ "spawn", JK_FAILURES_SPAWN },
 };
 
 static double
-num(const json_t *o, const char *key)
+num(const json_t *job, enum job_key key)
 {
-	return json_number_value(json_object_get(o, key));
+	return json_number_value(json_object_get(job, ctl_job_key(key)));
 }
 
 static void
@@ -93,7 +91,7 @@ states(FILE *f, const char *name, const char *help,
 			n = 0;
 			json_array_foreach(workers, i, w) {
 				s = json_string_value(json_object_get(w,
-				    "state"));
+				    ctl_worker_key(WK_STATE)));
 				n += s != NULL && strcmp(s, *names) == 0;
 			}
 		}
@@ -119,14 +117,14 @@ metrics_render(const json_t *st, const struct wd_status *wd, bool healthy,
 	head(f, "esv_supervisor_up", "gauge",
 	    "1 while esv-supervise serves the job.");
 	fprintf(f, "esv_supervisor_up %d\n",
-	    sup != NULL && strcmp(sup, "running") == 0);
+	    sup != NULL && strcmp(sup, ESV_SUPERVISOR_RUNNING) == 0);
 	head(f, "esv_healthy", "gauge", "1 while /healthz answers 200.");
 	fprintf(f, "esv_healthy %d\n", healthy);
 	states(f, "esv_group_state", "The worker group's state (1: current).",
-	    group_states, NULL, json_string_value(json_object_get(job,
-	    "state")));
+	    ctl_group_states, NULL, json_string_value(json_object_get(job,
+	    ctl_job_key(JK_STATE))));
 	states(f, "esv_workers", "Workers of this node by state.",
-	    worker_states, json_object_get(st, "workers"), NULL);
+	    ctl_worker_states, json_object_get(st, "workers"), NULL);
 	head(f, "esv_worker_failures_total", "counter",
 	    "Workers that failed, by how: exit (a non-zero exit status), "
 	    "signal (killed by a signal), exec (could not be started).");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 
+#include "ctlschema.h"
 #include "healthd.h"
 #include "jobstatus.h"
 #include "msg.h"
@@ -53,17 +54,16 @@ forget_bodies(struct view *v)
 
 /*
  * The job's file system layout is nobody's business on the network: the
- * keys of the status object (jobstatus.h) that name files and sockets.
+ * keys the schema calls paths (ctlschema.h), and the job directory.
  */
-static const char *const job_path_keys[] = { "attempt_dir",
-	"watchdog_socket", NULL };
-static const char *const worker_path_keys[] = { "error_file", NULL };
-
 static void
-del_keys(json_t *o, const char *const *keys)
+del_paths(json_t *o, const struct ctl_key *keys, size_t n)
 {
-	for (; *keys != NULL; keys++)
-		(void)json_object_del(o, *keys);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (keys[i].type == CTL_PATH)
+			(void)json_object_del(o, keys[i].name);
 }
 
 static void
@@ -73,9 +73,9 @@ hide_paths(json_t *st)
 	size_t i;
 
 	(void)json_object_del(st, "jobdir");
-	del_keys(json_object_get(st, "job"), job_path_keys);
+	del_paths(json_object_get(st, "job"), ctl_job_keys, JK_COUNT);
 	json_array_foreach(json_object_get(st, "workers"), i, w)
-		del_keys(w, worker_path_keys);
+		del_paths(w, ctl_worker_keys, WK_COUNT);
 }
 
 static void
@@ -110,14 +110,15 @@ supervisor_up(const struct view *v)
 {
 	const char *s = json_string_value(json_object_get(v->st, "supervisor"));
 
-	return !v->supervisor_gone && s != NULL && strcmp(s, "running") == 0;
+	return !v->supervisor_gone && s != NULL &&
+	    strcmp(s, ESV_SUPERVISOR_RUNNING) == 0;
 }
 
 static const char *
 job_state(const struct view *v)
 {
 	const char *s = json_string_value(json_object_get(
-	    json_object_get(v->st, "job"), "state"));
+	    json_object_get(v->st, "job"), ctl_job_key(JK_STATE)));
 
 	return s != NULL ? s : "";
 }
@@ -238,7 +239,7 @@ judge(struct view *v, double now, double *since, char *reason, size_t len)
 		return UNHEALTHY;
 	}
 	/* The workers are done and wait for the other nodes: not stuck. */
-	if (strcmp(job_state(v), "finishing") == 0) {
+	if (strcmp(job_state(v), ESV_GS_FINISHING) == 0) {
 		*since = 0;
 		snprintf(reason, len, "ok: exit barrier");
 		return HEALTHY;

@@ -10,7 +10,7 @@
  *   stat       runit's text: "run", "down", plus ", paused", ", got TERM", ...
  *   pid        pid of the group's representative worker (local rank 0), or empty
  * and esv's own files beside them:
- *   state      key=value: the group (ESV_STATE_* keys below)
+ *   state      key=value: the group (keys and states: ctlschema.h)
  *   group.lock flock(2)ed by the supervisor and inherited by every worker:
  *              held while any worker of the job lives
  *   guardian.lock  flock(2)ed by the supervisor and its guardian: held
@@ -19,10 +19,13 @@
  *   failure.json  the last failure summary
  * event/       s6-style fifodir: listeners get one byte per event
  * workers/<local_rank>/{state,env/,error.json}
+ * events.jsonl the event log
  * down         present: start with the group down (as runit and s6)
  */
 #ifndef ESV_CTLDIR_H
 #define ESV_CTLDIR_H
+
+#include <stddef.h>
 
 #define ESV_JOB_INI		"job.ini"
 #define ESV_DOWN_FILE		"down"
@@ -44,6 +47,13 @@
 #define ESV_EVENT_DIR		"event"
 #define ESV_WORKERS_DIR		"workers"
 #define ESV_DEFAULT_LOG_DIR	"logs"	/* not "log": sv(8) reads log/ as a logger */
+/* The job's event log, one JSON object a line, appended to. */
+#define ESV_EVENTS_FILE		"events.jsonl"
+/*
+ * A worker's TORCHELASTIC_ERROR_FILE: ATTEMPT_DIR/<local_rank>/error.json,
+ * copied to workers/<local_rank>/error.json when the worker has failed.
+ */
+#define ESV_ERROR_FILE		"error.json"
 
 /* Bytes broadcast into event/ (s6 uses s, u, d, x the same way). */
 #define ESV_EVENT_START		's'	/* supervisor started */
@@ -53,14 +63,11 @@
 #define ESV_EVENT_EXIT		'x'	/* supervisor exiting */
 
 /*
- * Values of "state=" in supervise/state and what they mean for the group:
- *   down       no worker runs, none will start until "u"
- *   running    workers are running
- *   stopping   signalled, waiting for every worker to go
- *   backoff    waiting out a restart delay
- *   succeeded  every worker exited 0; the job is over
- *   failed     the restart budget is spent; the job is over
- * workers/N/state "state=": starting, running, succeeded, failed, stopped.
+ * ATTEMPT_DIR/<local_rank>/error.json into buf, or "<local_rank>/error.json"
+ * (relative to the attempt directory) if attempt_dir is NULL.  0, or -1 if
+ * it does not fit.  The keys and states of the state files: ctlschema.h.
  */
+int	ctl_error_path(char *buf, size_t len, const char *attempt_dir,
+	    unsigned local_rank);
 
 #endif

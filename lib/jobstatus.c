@@ -13,27 +13,13 @@
 
 #include "atomicfile.h"
 #include "ctldir.h"
+#include "ctlschema.h"
 #include "jobstatus.h"
 #include "utf8.h"
 #include "wdchan.h"
 #include "kvfile.h"
 
-/* Names and paths: a run id such as "42" must not turn into a number. */
-static const char *const string_keys[] = {
-	"state", "want", "run_id", "role", "rdzv_backend", "master_addr",
-	"attempt_dir", "error_file", "signal", "rdzv_endpoint", "health_listen",
-	NULL
-};
-static const char *const list_keys[] = { "pids", "pgids", NULL };
-
-static int
-in_list(const char *const *list, const char *key)
-{
-	for (; *list != NULL; list++)
-		if (strcmp(*list, key) == 0)
-			return 1;
-	return 0;
-}
+typedef const struct ctl_key *schema_fn(const char *name);
 
 static int
 job_path(char *buf, size_t size, const char *jobdir, const char *rel)
@@ -121,9 +107,15 @@ json_scalar_list(const char *v)
 	return a;
 }
 
+/*
+ * Each value as its key's type says (ctlschema.h): a run id such as "42"
+ * must not turn into a number.  A key the schema does not know (from a
+ * newer supervisor) is read as a number if it looks like one.
+ */
 static json_t *
-kv_to_json(const struct kvlist *kl)
+kv_to_json(const struct kvlist *kl, schema_fn *schema)
 {
+	const struct ctl_key *k;
 	const struct kvpair *kp;
 	json_t *o, *v;
 	size_t i;
@@ -136,11 +128,13 @@ kv_to_json(const struct kvlist *kl)
 		if (kp->key[strspn(kp->key, KEY_CHARS)]
 		    != '\0')
 			continue;
-		if (in_list(list_keys, kp->key))
+		k = schema(kp->key);
+		if (k != NULL && k->type == CTL_PIDS)
 			v = json_scalar_list(kp->value);
 		else if (*kp->value == '\0')
 			v = json_null();
-		else if (in_list(string_keys, kp->key))
+		else if (k != NULL && (k->type == CTL_NAME ||
+		    k->type == CTL_PATH))
 			v = json_text(kp->value);
 		else
 			v = json_scalar(kp->value);
@@ -205,7 +199,8 @@ bad_file(json_t *errors, const char *rel, const char *why)
  * -1/ENOMEM only.
  */
 static int
-load_kv(const char *jobdir, const char *rel, json_t *errors, json_t **out)
+load_kv(const char *jobdir, const char *rel, schema_fn *schema,
+    json_t *errors, json_t **out)
 {
 	struct kvlist kl;
 	char path[PATH_MAX], why[128];
@@ -233,7 +228,7 @@ load_kv(const char *jobdir, const char *rel, json_t *errors, json_t **out)
 		free(text);
 		return -1;
 	}
-	*out = kv_to_json(&kl);
+	*out = kv_to_json(&kl, schema);
 	kv_list_free(&kl);
 	return *out == NULL ? -1 : 0;
 }
@@ -301,12 +296,12 @@ load_workers(const char *jobdir, json_t *errors)
 	for (i = 0; i < n; i++) {
 		snprintf(rel, sizeof(rel), "%s/%d/state", ESV_WORKERS_DIR,
 		    ranks[i]);
-		if (load_kv(jobdir, rel, errors, &w) == -1)
+		if (load_kv(jobdir, rel, ctl_worker_lookup, errors, &w) == -1)
 			goto fail;
 		if (w == NULL)
 			continue;
-		if (json_object_get(w, "local_rank") == NULL &&
-		    json_object_set_new(w, "local_rank",
+		if (json_object_get(w, ctl_worker_key(WK_LOCAL_RANK)) == NULL &&
+		    json_object_set_new(w, ctl_worker_key(WK_LOCAL_RANK),
 		    json_integer(ranks[i])) == -1) {
 			json_decref(w);
 			goto fail;
@@ -338,7 +333,7 @@ const char *
 jobstatus_watchdog_socket(const json_t *st)
 {
 	const char *sock = json_string_value(json_object_get(
-	    json_object_get(st, "job"), "watchdog_socket"));
+	    json_object_get(st, "job"), ctl_job_key(JK_WATCHDOG_SOCKET)));
 
 	return sock != NULL && *sock != '\0' ? sock : NULL;
 }
@@ -352,7 +347,7 @@ jobstatus_load_files(const char *jobdir)
 	if ((up = jobstatus_probe(jobdir)) == -1)
 		return NULL;
 	if ((errors = json_array()) == NULL ||
-	    load_kv(jobdir, ESV_STATE, errors, &job) == -1 ||
+	    load_kv(jobdir, ESV_STATE, ctl_job_lookup, errors, &job) == -1 ||
 	    (workers = load_workers(jobdir, errors)) == NULL ||
 	    (st = json_object()) == NULL) {
 		json_decref(errors);
@@ -363,7 +358,8 @@ jobstatus_load_files(const char *jobdir)
 	}
 	if (json_object_set_new(st, "jobdir", json_text(jobdir)) == -1 ||
 	    json_object_set_new(st, "supervisor",
-	    json_string(up ? "running" : "not running")) == -1 ||
+	    json_string(up ? ESV_SUPERVISOR_RUNNING :
+	    ESV_SUPERVISOR_NOT_RUNNING)) == -1 ||
 	    json_object_set_new(st, "job", job ? job : json_null()) == -1 ||
 	    json_object_set_new(st, "workers", workers) == -1 ||
 	    json_object_set_new(st, "errors", errors) == -1) {
@@ -387,7 +383,8 @@ jobstatus_load(const char *jobdir)
 		return NULL;
 	sock = jobstatus_watchdog_socket(st);
 	asked = sock != NULL && strcmp(json_string_value(json_object_get(st,
-	    "supervisor")), "running") == 0 && wdchan_query(sock, 500, &ws) == 0;
+	    "supervisor")), ESV_SUPERVISOR_RUNNING) == 0 &&
+	    wdchan_query(sock, 500, &ws) == 0;
 	if (json_object_set_new(st, "watchdog",
 	    jobstatus_watchdog(asked ? &ws : NULL)) == -1) {
 		json_decref(st);
@@ -458,43 +455,43 @@ print_job_details(FILE *fp, const json_t *job, double now)
 	const char *x, *y;
 	long long secs;
 
-	if ((v = json_object_get(job, "paused")) != NULL &&
+	if ((v = json_object_get(job, ctl_job_key(JK_PAUSED))) != NULL &&
 	    json_is_integer(v) && json_integer_value(v) != 0)
 		fputs(", paused", fp);
 	print_field(fp, job, "attempt", ", attempt ");
-	if ((x = field(job, "restart_count", b1, sizeof(b1))) != NULL) {
+	if ((x = field(job, ctl_job_key(JK_RESTART_COUNT), b1, sizeof(b1))) != NULL) {
 		fprintf(fp, ", restarts %s", x);
 		print_field(fp, job, "max_restarts", "/");
 	}
-	if ((v = json_object_get(job, "manual_restarts")) != NULL &&
+	if ((v = json_object_get(job, ctl_job_key(JK_MANUAL_RESTARTS))) != NULL &&
 	    json_is_integer(v) && json_integer_value(v) != 0)
 		fprintf(fp, ", manual restarts %lld",
 		    (long long)json_integer_value(v));
-	x = field(job, "group_rank", b1, sizeof(b1));
-	y = field(job, "group_world_size", b2, sizeof(b2));
+	x = field(job, ctl_job_key(JK_GROUP_RANK), b1, sizeof(b1));
+	y = field(job, ctl_job_key(JK_GROUP_WORLD_SIZE), b2, sizeof(b2));
 	if (x != NULL && y != NULL)
 		fprintf(fp, ", node %s/%s", x, y);
 	print_field(fp, job, "world_size", ", world ");
-	if ((x = field(job, "master_addr", b1, sizeof(b1))) != NULL) {
+	if ((x = field(job, ctl_job_key(JK_MASTER_ADDR), b1, sizeof(b1))) != NULL) {
 		fprintf(fp, ", master %s", x);
 		print_field(fp, job, "master_port", ":");
 	}
-	if ((x = field(job, "rdzv_endpoint", b1, sizeof(b1))) != NULL) {
+	if ((x = field(job, ctl_job_key(JK_RDZV_ENDPOINT), b1, sizeof(b1))) != NULL) {
 		fprintf(fp, ", rendezvous %s", x);
-		v = json_object_get(job, "rdzv_connected");
+		v = json_object_get(job, ctl_job_key(JK_RDZV_CONNECTED));
 		if (json_is_integer(v) && json_integer_value(v) == 0)
 			fputs(" (disconnected)", fp);
 	}
 	print_field(fp, job, "rdzv_round", " round ");
-	if ((v = json_object_get(job, "nodes_waiting")) != NULL &&
+	if ((v = json_object_get(job, ctl_job_key(JK_NODES_WAITING))) != NULL &&
 	    json_is_integer(v) && json_integer_value(v) != 0)
 		fprintf(fp, ", nodes waiting %lld",
 		    (long long)json_integer_value(v));
-	if ((v = json_object_get(job, "membership_restarts")) != NULL &&
+	if ((v = json_object_get(job, ctl_job_key(JK_MEMBERSHIP_RESTARTS))) != NULL &&
 	    json_is_integer(v) && json_integer_value(v) != 0)
 		fprintf(fp, ", membership restarts %lld",
 		    (long long)json_integer_value(v));
-	if ((v = json_object_get(job, "next_start")) != NULL &&
+	if ((v = json_object_get(job, ctl_job_key(JK_NEXT_START))) != NULL &&
 	    json_is_number(v)) {
 		secs = whole_seconds(json_number_value(v) - now + 0.999);
 		fprintf(fp, ", restart in %llds", secs);
@@ -526,7 +523,7 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 
 	jobdir = json_string_value(json_object_get(st, "jobdir"));
 	sup = json_string_value(json_object_get(st, "supervisor"));
-	up = sup != NULL && strcmp(sup, "running") == 0;
+	up = sup != NULL && strcmp(sup, ESV_SUPERVISOR_RUNNING) == 0;
 	fprintf(fp, "%s: ", jobdir != NULL ? jobdir : "?");
 	if (!json_is_object(job)) {
 		fputs(up ? "supervisor running, no state yet\n" :
@@ -536,18 +533,18 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 	}
 	if (!up)
 		fputs("not running, last state: ", fp);
-	state = field(job, "state", b1, sizeof(b1));
+	state = field(job, ctl_job_key(JK_STATE), b1, sizeof(b1));
 	fputs(state != NULL ? state : "unknown", fp);
-	if (up && (pid = field(job, "supervisor_pid", b2, sizeof(b2))) != NULL)
+	if (up && (pid = field(job, ctl_job_key(JK_SUPERVISOR_PID), b2, sizeof(b2))) != NULL)
 		fprintf(fp, " (pid %s)", pid);
-	if (seconds_since(job, "since", now, &secs))
+	if (seconds_since(job, ctl_job_key(JK_SINCE), now, &secs))
 		fprintf(fp, " %llds", secs);
 	print_job_details(fp, job, now);
 	v = json_object_get(json_object_get(st, "watchdog"), "last_progress");
 	if (json_is_number(v))
 		fprintf(fp, ", last timer request %llds ago",
 		    whole_seconds(now - json_number_value(v)));
-	if (up && (where = field(job, "health_listen", b2, sizeof(b2))) != NULL)
+	if (up && (where = field(job, ctl_job_key(JK_HEALTH_LISTEN), b2, sizeof(b2))) != NULL)
 		fprintf(fp, ", health http://%s/healthz", where);
 	fputc('\n', fp);
 	print_errors(fp, st);
@@ -560,15 +557,15 @@ print_worker(FILE *fp, const json_t *w, double now)
 	const char *lr, *state;
 	long long secs;
 
-	lr = field(w, "local_rank", b1, sizeof(b1));
-	state = field(w, "state", b2, sizeof(b2));
+	lr = field(w, ctl_worker_key(WK_LOCAL_RANK), b1, sizeof(b1));
+	state = field(w, ctl_worker_key(WK_STATE), b2, sizeof(b2));
 	fprintf(fp, "  worker %s: %s", lr != NULL ? lr : "?",
 	    state != NULL ? state : "unknown");
 	print_field(fp, w, "rank", ", rank ");
-	if (state != NULL && (strcmp(state, "running") == 0 ||
-	    strcmp(state, "starting") == 0)) {
+	if (state != NULL && (strcmp(state, ESV_WS_RUNNING) == 0 ||
+	    strcmp(state, ESV_WS_STARTING) == 0)) {
 		print_field(fp, w, "pid", ", pid ");
-		if (seconds_since(w, "started", now, &secs))
+		if (seconds_since(w, ctl_worker_key(WK_STARTED), now, &secs))
 			fprintf(fp, ", %llds", secs);
 	} else {
 		print_field(fp, w, "exit_code", ", exit ");

@@ -1,7 +1,10 @@
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctldir.h"
 #include "workerenv.h"
 
 /* Whether entry is "name=...". */
@@ -115,17 +118,16 @@ static int
 set_error_file(struct envbuf *eb, const struct attempt_info *ai,
     unsigned local_rank)
 {
-	char *path;
-	int rc;
+	char path[PATH_MAX];
 
 	if (ai->attempt_dir == NULL || ai->attempt_dir[0] == '\0')
 		return envbuf_set(eb, "TORCHELASTIC_ERROR_FILE", "");
-	if (asprintf(&path, "%s/%u/error.json", ai->attempt_dir,
-	    local_rank) == -1)
+	if (ctl_error_path(path, sizeof(path), ai->attempt_dir,
+	    local_rank) == -1) {
+		errno = ENAMETOOLONG;
 		return -1;
-	rc = envbuf_set(eb, "TORCHELASTIC_ERROR_FILE", path);
-	free(path);
-	return rc;
+	}
+	return envbuf_set(eb, "TORCHELASTIC_ERROR_FILE", path);
 }
 
 static int

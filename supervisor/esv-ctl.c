@@ -20,9 +20,9 @@
 #include <jansson.h>
 
 #include "ctldir.h"
+#include "ctlschema.h"
 #include "fifodir.h"
 #include "jobstatus.h"
-#include "kvfile.h"
 #include "loop.h"
 #include "msg.h"
 #include "nelem.h"
@@ -224,45 +224,51 @@ streq(const char *a, const char *b)
 	return a != NULL && strcmp(a, b) == 0;
 }
 
-/* Does supervise/state say cond holds?  1, 0, or -1 on a read error. */
+/*
+ * Does supervise/state say cond holds?  1, 0, or -1 on a read error.
+ * Read as esv-healthd reads it (jobstatus.h): one reader, one schema.
+ */
 static int
 job_cond_met(struct job *j, enum cond cond)
 {
-	char path[PATH_MAX];
-	const char *state, *pids;
-	struct kvlist kl;
+	const json_t *job, *pids;
+	const char *state;
+	json_t *st;
 	int met = 0;
 
 	if (cond == COND_GONE)
 		return j->dead;
 	if (cond == COND_RESTARTED)
 		return j->seen_up;
-	if (job_path(path, sizeof(path), j, ESV_STATE) == -1 ||
-	    kv_read(path, &kl) == -1) {
-		if (errno == ENOENT)
-			return 0;
+	if ((st = jobstatus_load_files(j->dir)) == NULL) {
 		warn_sys("%s: unable to read %s", j->dir, ESV_STATE);
 		return -1;
 	}
-	state = kv_get(&kl, "state");
-	pids = kv_get(&kl, "pids");
+	if (!json_is_object(job = json_object_get(st, "job"))) {
+		json_decref(st);
+		return 0;
+	}
+	state = json_string_value(json_object_get(job,
+	    ctl_job_key(JK_STATE)));
+	pids = json_object_get(job, ctl_job_key(JK_PIDS));
 	switch (cond) {
 	case COND_UP:
 		/* A dead supervisor's "running" is stale. */
-		met = streq(state, "running") && !j->dead;
+		met = streq(state, ESV_GS_RUNNING) && !j->dead;
 		break;
 	case COND_DOWN:
-		met = (streq(state, "down") || streq(state, "succeeded") ||
-		    streq(state, "failed")) &&
-		    (pids == NULL || pids[strspn(pids, " ")] == '\0');
+		met = (streq(state, ESV_GS_DOWN) ||
+		    streq(state, ESV_GS_SUCCEEDED) ||
+		    streq(state, ESV_GS_FAILED)) && json_array_size(pids) == 0;
 		break;
 	case COND_FINISHED:
-		met = streq(state, "succeeded") || streq(state, "failed");
+		met = streq(state, ESV_GS_SUCCEEDED) ||
+		    streq(state, ESV_GS_FAILED);
 		break;
 	default:
 		break;
 	}
-	kv_list_free(&kl);
+	json_decref(st);
 	return met;
 }
 
@@ -517,7 +523,7 @@ do_status(int json, char **dirs, size_t n)
 			jobstatus_print_workers(stdout, st, now);
 		}
 		sup = json_string_value(json_object_get(st, "supervisor"));
-		if (sup == NULL || strcmp(sup, "running") != 0)
+		if (sup == NULL || strcmp(sup, ESV_SUPERVISOR_RUNNING) != 0)
 			rc = worst(rc, ESV_EXIT_FAILED);
 		json_decref(st);
 	}

@@ -14,11 +14,11 @@
 
 #include <jansson.h>
 
+#include "ctldir.h"
 #include "loop.h"
 #include "msg.h"
 #include "supervise.h"
 
-#define EVENTS_FILE	"events.jsonl"
 
 /*
  * Cut the file back to its last newline: a tail left by an earlier
@@ -51,19 +51,19 @@ trim_tail(struct supervisor *sv)
 	if (end == st.st_size)
 		return;
 	warn_msg("%s/%s: its last line was cut short: removed",
-	    sv->cfg->jobdir, EVENTS_FILE);
+	    sv->cfg->jobdir, ESV_EVENTS_FILE);
 	if (ftruncate(sv->eventsfd, end) == -1)
 		warn_sys("unable to truncate %s/%s", sv->cfg->jobdir,
-		    EVENTS_FILE);
+		    ESV_EVENTS_FILE);
 }
 
 void
 events_open(struct supervisor *sv)
 {
-	sv->eventsfd = openat(sv->jobfd, EVENTS_FILE,
+	sv->eventsfd = openat(sv->jobfd, ESV_EVENTS_FILE,
 	    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (sv->eventsfd == -1)
-		warn_sys("unable to open %s/%s", sv->cfg->jobdir, EVENTS_FILE);
+		warn_sys("unable to open %s/%s", sv->cfg->jobdir, ESV_EVENTS_FILE);
 	else
 		trim_tail(sv);
 }
@@ -82,7 +82,7 @@ take_back(struct supervisor *sv, size_t n)
 	if (fstat(sv->eventsfd, &st) == -1 || (size_t)st.st_size < n ||
 	    ftruncate(sv->eventsfd, st.st_size - n) == -1)
 		warn_sys("unable to take back a partial line of %s/%s",
-		    sv->cfg->jobdir, EVENTS_FILE);
+		    sv->cfg->jobdir, ESV_EVENTS_FILE);
 }
 
 /* Takes a reference to fields (may be NULL). */
@@ -129,7 +129,7 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 		lost = sv->events_lost - sv->events_lost_said;
 		sv->events_lost_said = sv->events_lost;
 		info_msg("appending to %s/%s again: %u event%s lost",
-		    sv->cfg->jobdir, EVENTS_FILE, lost, lost == 1 ? "" : "s");
+		    sv->cfg->jobdir, ESV_EVENTS_FILE, lost, lost == 1 ? "" : "s");
 		events_log(sv, "events.lost", json_pack("{si}", "lost",
 		    (int)lost));
 		return;
@@ -140,5 +140,5 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 		return;
 	sv->events_failing = true;
 	warn_msg("unable to append to %s/%s: %s: events are lost until "
-	    "it works again", sv->cfg->jobdir, EVENTS_FILE, strerror(e));
+	    "it works again", sv->cfg->jobdir, ESV_EVENTS_FILE, strerror(e));
 }

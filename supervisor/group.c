@@ -20,6 +20,7 @@
 
 #include "atomicfile.h"
 #include "ctldir.h"
+#include "ctlschema.h"
 #include "msg.h"
 #include "pidfd.h"
 #include "sig.h"
@@ -33,10 +34,10 @@
 #define KILL_GRACE_MS	5000
 
 static const char *const state_names[] = {
-	[G_DOWN] = "down", [G_RUNNING] = "running", [G_STOPPING] = "stopping",
-	[G_BACKOFF] = "backoff", [G_SUCCEEDED] = "succeeded",
-	[G_FAILED] = "failed", [G_JOINING] = "joining",
-	[G_BARRIER] = "finishing",
+	[G_DOWN] = ESV_GS_DOWN, [G_RUNNING] = ESV_GS_RUNNING,
+	[G_STOPPING] = ESV_GS_STOPPING, [G_BACKOFF] = ESV_GS_BACKOFF,
+	[G_SUCCEEDED] = ESV_GS_SUCCEEDED, [G_FAILED] = ESV_GS_FAILED,
+	[G_JOINING] = ESV_GS_JOINING, [G_BARRIER] = ESV_GS_FINISHING,
 };
 
 static void
@@ -905,9 +906,10 @@ record_failure(struct supervisor *sv, struct worker *wk)
 		return;
 	}
 	sv->failures = nf;
-	pathf(path, sizeof(path), "%s/%u/error.json", sv->attempt_dir,
-	    wk->local_rank);
-	snprintf(rel, sizeof(rel), "%u/error.json", wk->local_rank);
+	if (ctl_error_path(path, sizeof(path), sv->attempt_dir,
+	    wk->local_rank) == -1)
+		path[0] = '\0';
+	ctl_error_path(rel, sizeof(rel), NULL, wk->local_rank);
 	if (failure_init_at(&nf[sv->nfailures], wk->local_rank,
 	    sv->round.ranks.base_rank + wk->local_rank, wk->last_pid,
 	    wk->exitcode, sv->attemptfd, sv->attemptfd != -1 ? rel : NULL,

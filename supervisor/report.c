@@ -17,6 +17,7 @@
 #include "ctldir.h"
 #include "fifodir.h"
 #include "kvfile.h"
+#include "ctlschema.h"
 #include "msg.h"
 #include "sig.h"
 #include "statusrec.h"
@@ -24,9 +25,9 @@
 #include "workerenv.h"
 
 static const char *const worker_state_names[] = {
-	[W_STARTING] = "starting", [W_RUNNING] = "running",
-	[W_SUCCEEDED] = "succeeded", [W_FAILED] = "failed",
-	[W_STOPPED] = "stopped",
+	[W_STARTING] = ESV_WS_STARTING, [W_RUNNING] = ESV_WS_RUNNING,
+	[W_SUCCEEDED] = ESV_WS_SUCCEEDED, [W_FAILED] = ESV_WS_FAILED,
+	[W_STOPPED] = ESV_WS_STOPPED,
 };
 
 static void
@@ -108,59 +109,59 @@ report_group(struct supervisor *sv)
 	report_runit(sv);
 	want = sv->want_exit ? "exit" : sv->want == 'd' ? "down" :
 	    sv->want == 'o' ? "once" : "up";
-	kv_add(&kb, "state", group_state_name(sv->state));
-	kv_add(&kb, "want", want);
-	kv_addf(&kb, "paused", "%d", sv->paused);
-	kv_addf(&kb, "since", "%.6f", sv->since);
-	kv_addf(&kb, "supervisor_pid", "%d", (int)getpid());
-	kv_addf(&kb, "attempt", "%u", sv->attempt);
-	kv_addf(&kb, "restart_count", "%u", sv->restart_count);
-	kv_addf(&kb, "max_restarts", "%u", cfg->max_restarts);
-	kv_addf(&kb, "manual_restarts", "%u", sv->manual_restarts);
-	kv_add(&kb, "run_id", cfg->run_id);
-	kv_add(&kb, "role", cfg->role);
-	kv_add(&kb, "rdzv_backend", cfg->rdzv_backend);
+	kv_add(&kb, ctl_job_key(JK_STATE), group_state_name(sv->state));
+	kv_add(&kb, ctl_job_key(JK_WANT), want);
+	kv_addf(&kb, ctl_job_key(JK_PAUSED), "%d", sv->paused);
+	kv_addf(&kb, ctl_job_key(JK_SINCE), "%.6f", sv->since);
+	kv_addf(&kb, ctl_job_key(JK_SUPERVISOR_PID), "%d", (int)getpid());
+	kv_addf(&kb, ctl_job_key(JK_ATTEMPT), "%u", sv->attempt);
+	kv_addf(&kb, ctl_job_key(JK_RESTART_COUNT), "%u", sv->restart_count);
+	kv_addf(&kb, ctl_job_key(JK_MAX_RESTARTS), "%u", cfg->max_restarts);
+	kv_addf(&kb, ctl_job_key(JK_MANUAL_RESTARTS), "%u", sv->manual_restarts);
+	kv_add(&kb, ctl_job_key(JK_RUN_ID), cfg->run_id);
+	kv_add(&kb, ctl_job_key(JK_ROLE), cfg->role);
+	kv_add(&kb, ctl_job_key(JK_RDZV_BACKEND), cfg->rdzv_backend);
 	rdzv_status(&sv->rz, &rs);
-	kv_add(&kb, "rdzv_endpoint", rs.endpoint);
-	kv_addf(&kb, "rdzv_connected", "%d", rs.connected);
+	kv_add(&kb, ctl_job_key(JK_RDZV_ENDPOINT), rs.endpoint);
+	kv_addf(&kb, ctl_job_key(JK_RDZV_CONNECTED), "%d", rs.connected);
 	if (sv->have_round)
-		kv_addf(&kb, "rdzv_round", "%u", sv->round.round);
+		kv_addf(&kb, ctl_job_key(JK_RDZV_ROUND), "%u", sv->round.round);
 	else
-		kv_add(&kb, "rdzv_round", "");
-	kv_addf(&kb, "rdzv_participants", "%u", rs.participants);
-	kv_addf(&kb, "nodes_waiting", "%u", rs.nodes_waiting);
-	kv_addf(&kb, "membership_restarts", "%u", sv->membership_restarts);
-	kv_add(&kb, "watchdog_socket", sv->wd_fifo_fd != -1 ? sv->wd_sock : "");
-	kv_addf(&kb, "timers_expired", "%u", sv->timers_expired);
-	kv_addf(&kb, "worker_failures_exit", "%u", sv->failures_exit);
-	kv_addf(&kb, "worker_failures_signal", "%u", sv->failures_signal);
-	kv_addf(&kb, "worker_failures_exec", "%u", sv->failures_exec);
-	kv_addf(&kb, "worker_failures_spawn", "%u", sv->failures_spawn);
-	kv_addf(&kb, "events_lost", "%u", sv->events_lost);
-	kv_addf(&kb, "log_lines_lost", "%u", sv->log_lines_lost);
-	kv_add(&kb, "health_listen", sv->hd_where);
-	kv_addf(&kb, "group_rank", "%u", r->group_rank);
-	kv_addf(&kb, "group_world_size", "%u", r->group_world_size);
-	kv_addf(&kb, "local_world_size", "%u", r->local_world_size);
-	kv_addf(&kb, "world_size", "%u", r->world_size);
-	kv_addf(&kb, "base_rank", "%u", r->base_rank);
-	kv_add(&kb, "master_addr", sv->round.master_addr);
+		kv_add(&kb, ctl_job_key(JK_RDZV_ROUND), "");
+	kv_addf(&kb, ctl_job_key(JK_RDZV_PARTICIPANTS), "%u", rs.participants);
+	kv_addf(&kb, ctl_job_key(JK_NODES_WAITING), "%u", rs.nodes_waiting);
+	kv_addf(&kb, ctl_job_key(JK_MEMBERSHIP_RESTARTS), "%u", sv->membership_restarts);
+	kv_add(&kb, ctl_job_key(JK_WATCHDOG_SOCKET), sv->wd_fifo_fd != -1 ? sv->wd_sock : "");
+	kv_addf(&kb, ctl_job_key(JK_TIMERS_EXPIRED), "%u", sv->timers_expired);
+	kv_addf(&kb, ctl_job_key(JK_FAILURES_EXIT), "%u", sv->failures_exit);
+	kv_addf(&kb, ctl_job_key(JK_FAILURES_SIGNAL), "%u", sv->failures_signal);
+	kv_addf(&kb, ctl_job_key(JK_FAILURES_EXEC), "%u", sv->failures_exec);
+	kv_addf(&kb, ctl_job_key(JK_FAILURES_SPAWN), "%u", sv->failures_spawn);
+	kv_addf(&kb, ctl_job_key(JK_EVENTS_LOST), "%u", sv->events_lost);
+	kv_addf(&kb, ctl_job_key(JK_LOG_LINES_LOST), "%u", sv->log_lines_lost);
+	kv_add(&kb, ctl_job_key(JK_HEALTH_LISTEN), sv->hd_where);
+	kv_addf(&kb, ctl_job_key(JK_GROUP_RANK), "%u", r->group_rank);
+	kv_addf(&kb, ctl_job_key(JK_GROUP_WORLD_SIZE), "%u", r->group_world_size);
+	kv_addf(&kb, ctl_job_key(JK_LOCAL_WORLD_SIZE), "%u", r->local_world_size);
+	kv_addf(&kb, ctl_job_key(JK_WORLD_SIZE), "%u", r->world_size);
+	kv_addf(&kb, ctl_job_key(JK_BASE_RANK), "%u", r->base_rank);
+	kv_add(&kb, ctl_job_key(JK_MASTER_ADDR), sv->round.master_addr);
 	if (sv->have_round)
-		kv_addf(&kb, "master_port", "%u", sv->round.master_port);
+		kv_addf(&kb, ctl_job_key(JK_MASTER_PORT), "%u", sv->round.master_port);
 	else
-		kv_add(&kb, "master_port", "");
-	add_pid_list(sv, &kb, "pids", false);
-	add_pid_list(sv, &kb, "pgids", true);
-	kv_add(&kb, "attempt_dir", sv->attempt_dir);
+		kv_add(&kb, ctl_job_key(JK_MASTER_PORT), "");
+	add_pid_list(sv, &kb, ctl_job_key(JK_PIDS), false);
+	add_pid_list(sv, &kb, ctl_job_key(JK_PGIDS), true);
+	kv_add(&kb, ctl_job_key(JK_ATTEMPT_DIR), sv->attempt_dir);
 	if (sv->state == G_BACKOFF)
-		kv_addf(&kb, "next_start", "%.3f", sv->next_start_wall / 1000.0);
+		kv_addf(&kb, ctl_job_key(JK_NEXT_START), "%.3f", sv->next_start_wall / 1000.0);
 	else
-		kv_add(&kb, "next_start", "");
+		kv_add(&kb, ctl_job_key(JK_NEXT_START), "");
 	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
 	    sv->state == G_BARRIER)
-		kv_addf(&kb, "exit_code", "%d", sv->exit_code);
+		kv_addf(&kb, ctl_job_key(JK_EXIT_CODE), "%d", sv->exit_code);
 	else
-		kv_add(&kb, "exit_code", "");
+		kv_add(&kb, ctl_job_key(JK_EXIT_CODE), "");
 	if (kv_write_at(&kb, sv->jobfd, ESV_STATE) == -1)
 		warn_sys("unable to write %s/%s", cfg->jobdir, ESV_STATE);
 
@@ -205,36 +206,36 @@ report_worker(struct supervisor *sv, struct worker *wk)
 
 	if (worker_dir(wk, dir, sizeof(dir)) == -1)
 		return;
-	pathf(err, sizeof(err), "%s/%u/error.json", sv->attempt_dir,
-	    wk->local_rank);
-	snprintf(rel, sizeof(rel), "%u/error.json", wk->local_rank);
-	if (sv->attemptfd == -1 || faccessat(sv->attemptfd, rel, F_OK,
+	if (ctl_error_path(err, sizeof(err), sv->attempt_dir,
+	    wk->local_rank) == -1 ||
+	    ctl_error_path(rel, sizeof(rel), NULL, wk->local_rank) == -1 ||
+	    sv->attemptfd == -1 || faccessat(sv->attemptfd, rel, F_OK,
 	    AT_SYMLINK_NOFOLLOW) != 0)
 		err[0] = '\0';
-	kv_add(&kb, "state", worker_state_names[wk->state]);
-	kv_addf(&kb, "local_rank", "%u", wk->local_rank);
-	kv_addf(&kb, "rank", "%u", sv->round.ranks.base_rank + wk->local_rank);
-	kv_addf(&kb, "role_rank", "%u",
+	kv_add(&kb, ctl_worker_key(WK_STATE), worker_state_names[wk->state]);
+	kv_addf(&kb, ctl_worker_key(WK_LOCAL_RANK), "%u", wk->local_rank);
+	kv_addf(&kb, ctl_worker_key(WK_RANK), "%u", sv->round.ranks.base_rank + wk->local_rank);
+	kv_addf(&kb, ctl_worker_key(WK_ROLE_RANK), "%u",
 	    sv->round.ranks.base_role_rank + wk->local_rank);
-	kv_addf(&kb, "pid", "%d", (int)wk->last_pid);
-	kv_addf(&kb, "pgid", "%d", (int)wk->last_pid);
-	kv_addf(&kb, "attempt", "%u", sv->attempt);
-	kv_addf(&kb, "restart_count", "%u", sv->restart_count);
-	kv_addf(&kb, "started", "%.6f", wk->started);
+	kv_addf(&kb, ctl_worker_key(WK_PID), "%d", (int)wk->last_pid);
+	kv_addf(&kb, ctl_worker_key(WK_PGID), "%d", (int)wk->last_pid);
+	kv_addf(&kb, ctl_worker_key(WK_ATTEMPT), "%u", sv->attempt);
+	kv_addf(&kb, ctl_worker_key(WK_RESTART_COUNT), "%u", sv->restart_count);
+	kv_addf(&kb, ctl_worker_key(WK_STARTED), "%.6f", wk->started);
 	if (gone) {
-		kv_addf(&kb, "exited", "%.6f", wk->exited);
+		kv_addf(&kb, ctl_worker_key(WK_EXITED), "%.6f", wk->exited);
 		if (wk->exitcode >= 0)
-			kv_addf(&kb, "exit_code", "%d", wk->exitcode);
+			kv_addf(&kb, ctl_worker_key(WK_EXIT_CODE), "%d", wk->exitcode);
 		else
-			kv_add(&kb, "exit_code", "");
-		kv_add(&kb, "signal", wk->exitcode < 0 ?
+			kv_add(&kb, ctl_worker_key(WK_EXIT_CODE), "");
+		kv_add(&kb, ctl_worker_key(WK_SIGNAL), wk->exitcode < 0 ?
 		    sig_name(-wk->exitcode) : "");
 	} else {
-		kv_add(&kb, "exited", "");
-		kv_add(&kb, "exit_code", "");
-		kv_add(&kb, "signal", "");
+		kv_add(&kb, ctl_worker_key(WK_EXITED), "");
+		kv_add(&kb, ctl_worker_key(WK_EXIT_CODE), "");
+		kv_add(&kb, ctl_worker_key(WK_SIGNAL), "");
 	}
-	kv_add(&kb, "error_file", err);
+	kv_add(&kb, ctl_worker_key(WK_ERROR_FILE), err);
 	pathf(path, sizeof(path), "%s/state", dir);
 	if (kv_write_at(&kb, sv->jobfd, path) == -1)
 		warn_sys("unable to write %s/%s", sv->cfg->jobdir, path);
@@ -245,7 +246,7 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	 * attempt's fd, never through a symlink, and kept private, as a
 	 * traceback may show secrets.
 	 */
-	pathf(path, sizeof(path), "%s/error.json", dir);
+	pathf(path, sizeof(path), "%s/%s", dir, ESV_ERROR_FILE);
 	if (err[0] != '\0' && gone) {
 		size_t len;
 		char *text = read_text_at(sv->attemptfd, rel, O_NOFOLLOW,
