@@ -195,6 +195,48 @@ test_empty_is_null(void **state)
 	json_decref(st);
 }
 
+/* Every key and state name is in esv-control(5), where users look. */
+static void
+test_documented(void **state)
+{
+	char path[PATH_MAX], line[1024], *man = NULL, *tok, *save;
+	size_t len = 0, i;
+	FILE *f, *mem;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/../../man/esv-control.5",
+	    ESV_SOURCE_DIR);
+	assert_non_null(f = fopen(path, "r"));
+	assert_non_null(mem = open_memstream(&man, &len));
+	/* Each ".It Cm a , b" and ".Cm a" names its words; keep " a b ". */
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, ".It Cm ", 7) != 0 &&
+		    strncmp(line, ".Cm ", 4) != 0)
+			continue;
+		for (tok = strtok_r(line + 3, " ,\n", &save); tok != NULL;
+		    tok = strtok_r(NULL, " ,\n", &save))
+			fprintf(mem, " %s ", tok);
+	}
+	fclose(f);
+	assert_int_equal(fclose(mem), 0);
+#define DOCUMENTED(name) do {						\
+	char word[128];							\
+	snprintf(word, sizeof(word), " %s ", (name));			\
+	if (strstr(man, word) == NULL)					\
+		fail_msg("%s is not in esv-control(5)", (name));	\
+} while (0)
+	for (i = 0; i < JK_COUNT; i++)
+		DOCUMENTED(ctl_job_keys[i].name);
+	for (i = 0; i < WK_COUNT; i++)
+		DOCUMENTED(ctl_worker_keys[i].name);
+	for (i = 0; ctl_group_states[i] != NULL; i++)
+		DOCUMENTED(ctl_group_states[i]);
+	for (i = 0; ctl_worker_states[i] != NULL; i++)
+		DOCUMENTED(ctl_worker_states[i]);
+#undef DOCUMENTED
+	free(man);
+}
+
 static void
 test_error_path(void **state)
 {
@@ -217,6 +259,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_empty_is_null, setup,
 		    teardown),
+		cmocka_unit_test(test_documented),
 		cmocka_unit_test(test_error_path),
 	};
 
