@@ -21,6 +21,7 @@
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "ctlschema.h"
+#include "guardproto.h"
 #include "msg.h"
 #include "pidfd.h"
 #include "sig.h"
@@ -249,20 +250,17 @@ static int
 worker_child(void *arg)
 {
 	struct spawn_args *a = arg;
-	char line[24], *p = line + sizeof(line);
-	unsigned v;
+	char line[GUARD_LINE_MAX];
+	size_t n;
 	sigset_t none;
 	int sig;
 
 	a->step = "setsid";
 	if (setsid() == -1)
 		goto fail;
-	*--p = '\n';
-	for (v = (unsigned)getpid(); v > 0 || *p == '\n'; v /= 10)
-		*--p = (char)('0' + v % 10);
-	*--p = '+';
+	n = guard_line(line, '+', getpid());
 	/* One line, so one atomic write; a dead guardian is replaced. */
-	(void)!write(a->guardianfd, p, line + sizeof(line) - p);
+	(void)!write(a->guardianfd, line, n);
 	a->step = "dup2";
 	if ((a->out != -1 && dup2(a->out, STDOUT_FILENO) == -1) ||
 	    (a->err != -1 && dup2(a->err, STDERR_FILENO) == -1))

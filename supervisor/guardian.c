@@ -7,8 +7,8 @@
  * Descendants that left those groups are found by the lock file they
  * inherited, or by the worker's session they stayed in (holders.c).
  *
- * Protocol on its pipe: "+<pgid>\n" records a group, "-<pgid>\n" forgets
- * it.  A worker writes its own "+" line, after setsid and before exec
+ * Protocol on its pipe (guardproto.h): "+<pgid>\n" records a group,
+ * "-<pgid>\n" forgets it.  A worker writes its own "+" line, after setsid and before exec
  * (group.c), so no worker runs a program unknown to the guardian.  EOF
  * means the supervisor is gone: SIGKILL every recorded group, and sweep
  * /proc until nothing of the job is left.  A private esv-rdzv
@@ -25,6 +25,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 
+#include "guardproto.h"
 #include "msg.h"
 #include "supervise.h"
 
@@ -43,15 +44,25 @@ forget(struct sweep *s, pid_t pg)
 		}
 }
 
+static void
+on_line(void *ctx, char op, pid_t pg)
+{
+	struct sweep *s = ctx;
+
+	if (op == '+')
+		sweep_add_group(s, pg);
+	else
+		forget(s, pg);
+}
+
 static void __attribute__((noreturn))
 guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino)
 {
 	struct sweep s = { .dev = dev, .ino = ino };
-	char buf[4096], line[32];
-	size_t ll = 0;
+	struct guard_reader gr = { 0 };
+	char buf[4096];
 	sigset_t none;
-	ssize_t r, k;
-	pid_t pg;
+	ssize_t r;
 
 	/* Terminal signals aimed at the job must not take us down first. */
 	signal(SIGINT, SIG_IGN);
@@ -71,22 +82,7 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino)
 			continue;
 		if (r <= 0)
 			break;
-		for (k = 0; k < r; k++) {
-			if (buf[k] != '\n') {
-				if (ll < sizeof(line) - 1)
-					line[ll++] = buf[k];
-				continue;
-			}
-			line[ll] = '\0';
-			ll = 0;
-			pg = (pid_t)strtol(line + 1, NULL, 10);
-			if (pg <= 1)
-				continue;
-			if (line[0] == '+')
-				sweep_add_group(&s, pg);
-			else if (line[0] == '-')
-				forget(&s, pg);
-		}
+		guard_feed(&gr, buf, (size_t)r, on_line, &s);
 	}
 	if (rdzvfd != -1)
 		pidfd_send_signal(rdzvfd, SIGTERM, NULL, 0);
@@ -178,10 +174,10 @@ guardian_flush(struct supervisor *sv)
 static void
 guardian_send(struct supervisor *sv, char op, pid_t pgid)
 {
-	char line[32];
-	int n;
+	char line[GUARD_LINE_MAX];
+	size_t n;
 
-	n = snprintf(line, sizeof(line), "%c%d\n", op, (int)pgid);
+	n = guard_line(line, op, pgid);
 	if (npending + n > sizeof(pending))
 		guardian_flush(sv);
 	memcpy(pending + npending, line, n);
