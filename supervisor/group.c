@@ -33,6 +33,9 @@
 
 /* After SIGKILL, how long a worker stuck in D state may hold us up. */
 #define KILL_GRACE_MS	5000
+/* SIGKILLed processes that still hold group.lock: retried, then given up. */
+#define DRAIN_MS	2000
+#define DRAIN_STEP_MS	5
 
 static const char *const state_names[] = {
 	[G_DOWN] = ESV_GS_DOWN, [G_RUNNING] = ESV_GS_RUNNING,
@@ -491,7 +494,7 @@ group_launch(struct supervisor *sv)
 		fail_to_start(sv, "no log directory");
 
 	attempt_info(sv, &ai);
-	if (group_lock_take(sv, false) == -1)
+	if (group_lock_reclaim(sv) != 0)
 		warn_msg("processes of an earlier attempt still hold %s/%s",
 		    sv->cfg->jobdir, ESV_GROUP_LOCK);
 	/*
@@ -657,6 +660,54 @@ arm_deadline(struct supervisor *sv, long long ms)
 }
 
 static void after_stop(struct supervisor *sv);
+static void after_stop_next(struct supervisor *sv, enum stop_reason why);
+static void succeeded(struct supervisor *sv);
+
+/* The attempt's bookkeeping, once group.lock is ours again (or given up). */
+static void
+finish_cleanup(struct supervisor *sv)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->nworkers; i++) {
+		if (sv->workers[i].pgid > 1)
+			guardian_drop(sv, sv->workers[i].pgid);
+		sv->workers[i].pgid = 0;
+		worker_pidfd_close(&sv->workers[i]);
+		output_close(sv, &sv->workers[i]);
+	}
+	guardian_flush(sv);
+	sv->pid_since = wall_now();
+	set_state(sv, G_DOWN);
+	report_event(sv, ESV_EVENT_DOWN);
+}
+
+/*
+ * The timer during a drain: the lock is ours, or DRAIN_MS are up; then on
+ * with what the stop (or the success) was for.  A stop asked for during
+ * the drain (a signal, a control command) is what counts by then.
+ */
+static void
+drain_step(struct supervisor *sv)
+{
+	enum stop_reason why;
+
+	if (group_lock_retry(sv) == -1 && mono_ms() < sv->drain_deadline) {
+		arm_deadline(sv, DRAIN_STEP_MS);
+		return;
+	}
+	if (mono_ms() >= sv->drain_deadline)
+		warn_msg("processes of the last attempt did not die in %d ms: "
+		    "going on anyway", DRAIN_MS);
+	sv->draining = false;
+	finish_cleanup(sv);
+	if ((why = sv->stop_reason) == STOP_NONE) {
+		succeeded(sv);
+		return;
+	}
+	sv->stop_reason = STOP_NONE;
+	after_stop_next(sv, why);
+}
 
 void
 group_stop(struct supervisor *sv, int signo, enum stop_reason why)
@@ -681,7 +732,9 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 	    reasons[why], "signal", sig_name(signo)));
 	set_state(sv, G_STOPPING);
 	if (sv->alive == 0) {
-		after_stop(sv);
+		/* While draining, drain_step goes on with this stop. */
+		if (!sv->draining)
+			after_stop(sv);
 		return;
 	}
 	arm_deadline(sv, signo == SIGKILL ? KILL_GRACE_MS :
@@ -758,29 +811,27 @@ kill_adopted(struct supervisor *sv)
 	free(pids);
 }
 
-/* Every worker is gone: clean up after them, then decide what is next. */
-static void
+/*
+ * Every worker is gone: kill what they left behind and take group.lock
+ * back.  True when that is done; false while processes that were sent
+ * SIGKILL still hold the lock (stuck in the kernel): the loop's timer
+ * retries every DRAIN_STEP_MS, for at most DRAIN_MS, and then goes on
+ * with finish_drained, so that no turn of the loop waits for them.
+ */
+static bool
 finish_attempt(struct supervisor *sv)
 {
-	unsigned i;
-
 	arm_deadline(sv, -1);
 	group_signal(sv, SIGKILL);
 	kill_adopted(sv);
-	if (group_lock_take(sv, false) == -1)
-		warn_msg("processes of the last attempt did not die in 2 s: "
-		    "starting the next one anyway");
-	for (i = 0; i < sv->nworkers; i++) {
-		if (sv->workers[i].pgid > 1)
-			guardian_drop(sv, sv->workers[i].pgid);
-		sv->workers[i].pgid = 0;
-		worker_pidfd_close(&sv->workers[i]);
-		output_close(sv, &sv->workers[i]);
+	if (group_lock_reclaim(sv) == 0) {
+		finish_cleanup(sv);
+		return true;
 	}
-	guardian_flush(sv);
-	sv->pid_since = wall_now();
-	set_state(sv, G_DOWN);
-	report_event(sv, ESV_EVENT_DOWN);
+	sv->draining = true;
+	sv->drain_deadline = mono_ms() + DRAIN_MS;
+	arm_deadline(sv, DRAIN_STEP_MS);
+	return false;
 }
 
 static void
@@ -825,8 +876,15 @@ after_stop(struct supervisor *sv)
 {
 	enum stop_reason why = sv->stop_reason;
 
-	finish_attempt(sv);
+	if (!finish_attempt(sv))
+		return;
 	sv->stop_reason = STOP_NONE;
+	after_stop_next(sv, why);
+}
+
+static void
+after_stop_next(struct supervisor *sv, enum stop_reason why)
+{
 	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->restart_count,
 	    sv->cfg->max_restarts)) {
 	case NEXT_EXIT:
@@ -1035,7 +1093,7 @@ group_reap(struct supervisor *sv)
 		return;
 	}
 	flush_exits(sv);
-	if (sv->alive > 0)
+	if (sv->alive > 0 || sv->draining)
 		return;
 	if (sv->state == G_STOPPING) {
 		after_stop(sv);
@@ -1047,19 +1105,27 @@ group_reap(struct supervisor *sv)
 	for (i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].state != W_SUCCEEDED)
 			done = false;
-	if (done) {
-		finish_attempt(sv);
-		info_msg("all %u workers succeeded", sv->nworkers);
-		/* Leaving now would look like a scale-down to the others. */
-		sv->exit_code = ESV_EXIT_OK;
-		set_state(sv, G_BARRIER);
-		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
-	}
+	if (done && finish_attempt(sv))
+		succeeded(sv);
+}
+
+static void
+succeeded(struct supervisor *sv)
+{
+	info_msg("all %u workers succeeded", sv->nworkers);
+	/* Leaving now would look like a scale-down to the others. */
+	sv->exit_code = ESV_EXIT_OK;
+	set_state(sv, G_BARRIER);
+	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 
 void
 group_timer(struct supervisor *sv)
 {
+	if (sv->draining) {
+		drain_step(sv);
+		return;
+	}
 	if (sv->state == G_BACKOFF) {
 		group_start(sv);
 		return;

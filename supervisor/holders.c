@@ -294,7 +294,8 @@ lock_now(struct supervisor *sv, int fd)
  * Wait up to ms for an exclusive flock: LOCK_NB tried every 5 ms, not a
  * blocking flock under alarm(), so no signal is borrowed (one listed in
  * --signals-to-handle is blocked, and its alarm would never interrupt).
- * 0, or -1 with errno EWOULDBLOCK at the deadline.
+ * 0, or -1 with errno EWOULDBLOCK at the deadline.  Start-up only, before
+ * the loop runs; from the loop, group_lock_retry on its timer.
  */
 static int
 lock_wait(int fd, long long ms)
@@ -346,60 +347,79 @@ guardian_wait(struct supervisor *sv)
 	}
 }
 
+/* Open group.lock (once) and note what it is, for the sweeps. */
+static int
+lock_open(struct supervisor *sv, struct sweep *s)
+{
+	struct stat st;
+	int fd;
+
+	fd = openat(sv->jobfd, ESV_GROUP_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd == -1 || fstat(fd, &st) == -1)
+		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", sv->cfg->jobdir,
+		    ESV_GROUP_LOCK);
+	sv->lock_dev = s->dev = st.st_dev;
+	sv->lock_ino = s->ino = st.st_ino;
+	s->spare_sid = getsid(0);
+	return fd;
+}
+
 int
-group_lock_take(struct supervisor *sv, bool at_start)
+group_lock_take(struct supervisor *sv)
 {
 	const char *jd = sv->cfg->jobdir;
 	struct sweep s = { 0 };
-	struct stat st;
+	int fd;
+
+	if (sv->grouplockfd > 0)
+		return 0;
+	guardian_wait(sv);
+	sv->grouplockfd = fd = lock_open(sv, &s);
+	/*
+	 * After a kill -9 of the supervisor and its guardian: a child that
+	 * closed its fds holds no lock, and may outlive its worker.
+	 */
+	recorded_groups(sv, &s);
+	if (s.ngroups == 0 && lock_now(sv, fd) == 0)
+		return 0;
+	sweep_kill(&s, 5000);
+	if (s.members + s.holders > 0)
+		warn_msg("%s: processes of an earlier worker group still ran: "
+		    "killed %u in its process groups and %u more that held %s",
+		    jd, s.members, s.holders, ESV_GROUP_LOCK);
+	sweep_free(&s);
+	/* Start-up, before the loop runs: this wait blocks nothing yet. */
+	return lock_wait(fd, 10000);
+}
+
+int
+group_lock_reclaim(struct supervisor *sv)
+{
+	struct sweep s = { 0 };
 	unsigned i;
 	int fd;
 
 	if (sv->grouplockfd > 0)
 		return 0;
-	if (at_start)
-		guardian_wait(sv);
-	fd = openat(sv->jobfd, ESV_GROUP_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
-	if (fd == -1 || fstat(fd, &st) == -1)
-		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_GROUP_LOCK);
-	sv->lock_dev = s.dev = st.st_dev;
-	sv->lock_ino = s.ino = st.st_ino;
-	sv->grouplockfd = fd;
-	s.spare_sid = getsid(0);
-	if (at_start) {
-		/*
-		 * After a kill -9 of the supervisor and its guardian: a child
-		 * that closed its fds holds no lock, and may outlive its worker.
-		 */
-		recorded_groups(sv, &s);
-		if (s.ngroups == 0 && lock_now(sv, fd) == 0)
-			return 0;
-		sweep_kill(&s, 5000);
-		if (s.members + s.holders > 0)
-			warn_msg("%s: processes of an earlier worker group still "
-			    "ran: killed %u in its process groups and %u more "
-			    "that held %s", jd, s.members, s.holders,
-			    ESV_GROUP_LOCK);
-	} else {
-		if (lock_now(sv, fd) == 0)
-			return 0;
-		/* The workers' groups were sent SIGKILL: not news. */
-		for (i = 0; i < sv->nworkers; i++)
-			sweep_add_group(&s, sv->workers[i].pgid);
-		sweep_kill(&s, 0);
-		if (s.holders > 0)
-			warn_msg("%u processes of the job had left its process "
-			    "groups: killed them", s.holders);
-	}
+	sv->grouplockfd = fd = lock_open(sv, &s);
+	if (lock_now(sv, fd) == 0)
+		return 0;
+	/* The workers' groups were sent SIGKILL: not news. */
+	for (i = 0; i < sv->nworkers; i++)
+		sweep_add_group(&s, sv->workers[i].pgid);
+	sweep_kill(&s, 0);
+	if (s.holders > 0)
+		warn_msg("%u processes of the job had left its process groups: "
+		    "killed them", s.holders);
 	sweep_free(&s);
-	/*
-	 * They were sent SIGKILL: only a process stuck in the kernel takes
-	 * long.  This one wait blocks the loop, bounded: the next attempt
-	 * must not start while the last one's processes still hold the lock,
-	 * and signals that come meanwhile wait in the signalfd.
-	 */
-	return lock_wait(fd, at_start ? 10000 : 2000);
+	return lock_now(sv, fd) == 0 ? 0 : 1;
+}
+
+int
+group_lock_retry(struct supervisor *sv)
+{
+	return lock_now(sv, sv->grouplockfd);
 }
 
 /* The workers hold it now. */

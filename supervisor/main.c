@@ -167,7 +167,7 @@ open_control_dir(struct supervisor *sv)
 			    "JOBDIR (%s is locked)", jd, ESV_LOCK);
 		die(ESV_EXIT_SYSTEM, "unable to lock %s/%s", jd, ESV_LOCK);
 	}
-	if (group_lock_take(sv, true) == -1)
+	if (group_lock_take(sv) == -1)
 		diex(ESV_EXIT_SYSTEM, "%s: an earlier worker group still runs and did not "
 		    "die in time: refusing to start a second copy", jd);
 	control_setup(sv);

@@ -59,6 +59,9 @@ struct supervisor {
 	char			**environ;
 	int			 jobfd;		/* JOBDIR */
 	int			 lockfd, grouplockfd;
+	/* Waiting for SIGKILLed processes to let go of group.lock. */
+	bool			 draining;
+	long long		 drain_deadline;
 	int			 guardlockfd;	/* guardian.lock, shared with it */
 	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
 	int			 ctlfd, ctlkeepfd, okfd;
@@ -222,7 +225,20 @@ void	sweep_free(struct sweep *s);
  * Lock supervise/group.lock, killing whatever of the job still holds it;
  * -1 if it could not be had in time (10 s at start, 2 s later).
  */
-int	group_lock_take(struct supervisor *sv, bool at_start);
+/*
+ * group.lock, held by the supervisor between attempts and by the workers
+ * while any of them lives.  At start-up, before the loop runs: wait for an
+ * earlier supervisor's guardian, kill what is left of its groups, and
+ * take the lock (up to 10 s).  0, or -1 if it is still held.
+ */
+int	group_lock_take(struct supervisor *sv);
+/*
+ * After an attempt, from the loop, never waiting: 0 if the lock is ours,
+ * 1 if processes that were sent SIGKILL still hold it; then
+ * group_lock_retry (0 ours, -1 still held) on the loop's timer.
+ */
+int	group_lock_reclaim(struct supervisor *sv);
+int	group_lock_retry(struct supervisor *sv);
 void	group_lock_release(struct supervisor *sv);
 
 /* watchdog.c */
