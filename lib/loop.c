@@ -84,9 +84,9 @@ loop_once(struct loop *lp, int timeout_ms)
 }
 
 int
-timer_open(void)
+timer_open(clockid_t clock)
 {
-	return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	return timerfd_create(clock, TFD_NONBLOCK | TFD_CLOEXEC);
 }
 
 int

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 struct watch;
 typedef void	watch_fn(struct watch *w, uint32_t events);
@@ -48,8 +49,12 @@ int	loop_del(struct loop *lp, struct watch *w);
  */
 int	loop_once(struct loop *lp, int timeout_ms);
 
-/* A CLOCK_MONOTONIC timerfd, non-blocking, close-on-exec. */
-int	timer_open(void);
+/*
+ * A timerfd on clock, non-blocking, close-on-exec: CLOCK_MONOTONIC for
+ * delays; CLOCK_REALTIME for deadlines given in wall-clock time (torch's
+ * timer expirations), armed with TFD_TIMER_ABSTIME.
+ */
+int	timer_open(clockid_t clock);
 /* One-shot in ms from now (0 still fires, at once); disarm with -1. */
 int	timer_arm_ms(int tfd, long long ms);
 /* Consume the expiration count so the fd stops being readable. */

@@ -12,8 +12,8 @@
 
 /* The group as supervise/state shows it (see ctldir.h). */
 enum group_state { G_DOWN, G_RUNNING, G_STOPPING, G_BACKOFF, G_SUCCEEDED,
-	G_FAILED, G_JOINING, G_BARRIER };
-#define G_NSTATES	(G_BARRIER + 1)
+	G_FAILED, G_JOINING, G_FINISHING };
+#define G_NSTATES	(G_FINISHING + 1)
 
 /* Why the group is being stopped: decides what follows. */
 enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_MANUAL, STOP_DOWN,

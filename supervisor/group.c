@@ -41,7 +41,7 @@ static const char *const state_names[] = {
 	[G_DOWN] = ESV_GS_DOWN, [G_RUNNING] = ESV_GS_RUNNING,
 	[G_STOPPING] = ESV_GS_STOPPING, [G_BACKOFF] = ESV_GS_BACKOFF,
 	[G_SUCCEEDED] = ESV_GS_SUCCEEDED, [G_FAILED] = ESV_GS_FAILED,
-	[G_JOINING] = ESV_GS_JOINING, [G_BARRIER] = ESV_GS_FINISHING,
+	[G_JOINING] = ESV_GS_JOINING, [G_FINISHING] = ESV_GS_FINISHING,
 };
 
 static void
@@ -61,9 +61,9 @@ supervisor_exit(struct supervisor *sv, int code)
 	while (sv->report_pending)
 		group_report_step(sv, false);
 	report_group(sv);
-	report_event(sv, ESV_EVENT_EXIT);
+	event_broadcast(sv, ESV_EVENT_EXIT);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED ||
-	    sv->state == G_FAILED || sv->state == G_BARRIER);
+	    sv->state == G_FAILED || sv->state == G_FINISHING);
 	/*
 	 * No worker is left: let go of the lock before the guardian sees EOF,
 	 * so that its search for lock holders finds nobody, not us.
@@ -388,7 +388,7 @@ fail_to_start(struct supervisor *sv, const char *why)
 	warn_msg("unable to start the worker group: %s", why);
 	sv->exit_code = ESV_EXIT_SYSTEM;
 	set_state(sv, G_FAILED);
-	report_event(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, ESV_EXIT_SYSTEM);
 }
 
@@ -440,7 +440,7 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 	}
 	sv->exit_code = ESV_EXIT_FAILED;
 	set_state(sv, G_FAILED);
-	report_event(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, ESV_EXIT_FAILED);
 }
 
@@ -457,7 +457,7 @@ group_membership_changed(struct supervisor *sv)
 void
 group_barrier_done(struct supervisor *sv, bool released)
 {
-	if (sv->state != G_BARRIER)
+	if (sv->state != G_FINISHING)
 		return;
 	events_log(sv, "rdzv.barrier", json_pack("{sb}", "released",
 	    released));
@@ -591,7 +591,7 @@ group_report_step(struct supervisor *sv, bool yield)
 	if (sv->state != G_RUNNING)
 		return;
 	report_group(sv);
-	report_event(sv, ESV_EVENT_UP);
+	event_broadcast(sv, ESV_EVENT_UP);
 }
 
 /*
@@ -679,7 +679,7 @@ finish_cleanup(struct supervisor *sv)
 	guardian_flush(sv);
 	sv->pid_since = wall_now();
 	set_state(sv, G_DOWN);
-	report_event(sv, ESV_EVENT_DOWN);
+	event_broadcast(sv, ESV_EVENT_DOWN);
 }
 
 /*
@@ -843,7 +843,7 @@ job_over(struct supervisor *sv, enum group_state st)
 	events_log(sv, st == G_SUCCEEDED ? "job.succeeded" : "job.failed",
 	    NULL);
 	set_state(sv, st);
-	report_event(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, sv->exit_code);
 }
 
@@ -920,7 +920,7 @@ group_go_down(struct supervisor *sv)
 	timer_arm_ms(sv->timerw.fd, -1);
 	rdzv_leave(&sv->rz);
 	set_state(sv, G_DOWN);
-	report_event(sv, ESV_EVENT_DOWN);
+	event_broadcast(sv, ESV_EVENT_DOWN);
 }
 
 static struct worker *
@@ -1115,7 +1115,7 @@ succeeded(struct supervisor *sv)
 	info_msg("all %u workers succeeded", sv->nworkers);
 	/* Leaving now would look like a scale-down to the others. */
 	sv->exit_code = ESV_EXIT_OK;
-	set_state(sv, G_BARRIER);
+	set_state(sv, G_FINISHING);
 	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 

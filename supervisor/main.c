@@ -203,7 +203,7 @@ on_signal(struct watch *w, uint32_t events)
 			else
 				group_stop(sv, (int)si.ssi_signo, STOP_SIGNAL);
 		} else if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
-		    sv->state == G_BARRIER)
+		    sv->state == G_FINISHING)
 			supervisor_exit(sv, sv->exit_code);
 		else {
 			sv->state = G_DOWN;
@@ -237,7 +237,7 @@ setup_loop(struct supervisor *sv)
 	    loop_add(&sv->loop, &sv->sigw, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to set up signal handling");
 	sv->timerw = (struct watch){ .fn = on_timer, .ctx = sv };
-	if ((sv->timerw.fd = timer_open()) == -1 ||
+	if ((sv->timerw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
 	    loop_add(&sv->loop, &sv->timerw, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	sv->ctlw = (struct watch){ .fd = sv->ctlfd, .fn = control_read,
@@ -369,7 +369,7 @@ main(int argc, char **argv)
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",
 	    (int)getpid(), "run_id", cfg.run_id, "nproc_per_node",
 	    cfg.nproc_per_node));
-	report_event(&sv, 's');
+	event_broadcast(&sv, 's');
 
 	if (faccessat(sv.jobfd, ESV_DOWN_FILE, F_OK, 0) == 0) {
 		sv.want = 'd';

@@ -158,7 +158,7 @@ report_group(struct supervisor *sv)
 	else
 		kv_add(&kb, ctl_job_key(JK_NEXT_START), "");
 	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
-	    sv->state == G_BARRIER)
+	    sv->state == G_FINISHING)
 		kv_addf(&kb, ctl_job_key(JK_EXIT_CODE), "%d", sv->exit_code);
 	else
 		kv_add(&kb, ctl_job_key(JK_EXIT_CODE), "");
@@ -327,7 +327,7 @@ report_env(struct supervisor *sv, struct worker *wk, char **own,
 }
 
 void
-report_event(struct supervisor *sv, char ev)
+event_broadcast(struct supervisor *sv, char ev)
 {
 	char path[PATH_MAX];
 

@@ -74,7 +74,7 @@ struct supervisor {
 	bool			 logs_failing;
 	pid_t			 guardian_pid;
 
-	/* esv-watchdogd (watchdog.c), when file timers are on. */
+	/* esv-watchdogd (run_watchdogd.c), when file timers are on. */
 	pid_t			 wd_pid;
 	struct watch		 wdw, wd_timer;
 	int			 wd_fifo_fd;
@@ -85,7 +85,7 @@ struct supervisor {
 	size_t			 wd_inlen;
 	unsigned		 timers_expired;
 
-	/* esv-healthd (healthd.c), when a health port is set. */
+	/* esv-healthd (run_healthd.c), when a health port is set. */
 	pid_t			 hd_pid;
 	struct watch		 hdw, hd_timer;
 	long long		 hd_started_ms;
@@ -189,7 +189,7 @@ void	report_worker(struct supervisor *sv, struct worker *wk);
 /* Returns -1 if interrupted because stop(sv) said so between files. */
 int	report_env(struct supervisor *sv, struct worker *wk, char **own,
 	    bool (*stop)(struct supervisor *));
-void	report_event(struct supervisor *sv, char ev);
+void	event_broadcast(struct supervisor *sv, char ev);
 void	report_failure(struct supervisor *sv, bool final);
 
 /* events.c: fields is a jansson object (or NULL), consumed. */
@@ -241,7 +241,7 @@ int	group_lock_reclaim(struct supervisor *sv);
 int	group_lock_retry(struct supervisor *sv);
 void	group_lock_release(struct supervisor *sv);
 
-/* watchdog.c */
+/* run_watchdogd.c: the supervisor's side of esv-watchdogd */
 void	watchdog_setup(struct supervisor *sv);
 void	watchdog_pids(struct supervisor *sv);
 void	watchdog_died(struct supervisor *sv, int status);
@@ -266,7 +266,7 @@ void	helper_lost(struct supervisor *sv, struct watch *w);
 int	helper_read_lines(struct supervisor *sv, int fd, char *buf,
 	    size_t size, size_t *len, void (*line)(struct supervisor *, char *));
 
-/* healthd.c */
+/* run_healthd.c: the supervisor's side of esv-healthd */
 void	healthd_setup(struct supervisor *sv);
 void	healthd_died(struct supervisor *sv, int status);
 void	healthd_timer(struct watch *w, uint32_t events);

@@ -948,8 +948,8 @@ static void
 setup_loop(void)
 {
 	loop_daemon_init(&g.lp, &g.sigw, on_signal);
-	g.timerw.fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK |
-	    TFD_CLOEXEC);
+	/* Expirations are wall-clock times, as torch's clients send them. */
+	g.timerw.fd = timer_open(CLOCK_REALTIME);
 	if (g.timerw.fd == -1)
 		die(ESV_EXIT_SYSTEM, "timerfd_create");
 	g.timerw.fn = on_timer;

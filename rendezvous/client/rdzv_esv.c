@@ -806,7 +806,7 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 	if (cfg->local_addr[0] != '\0')
 		lookup_now(cfg->local_addr, 0, &e->local);
 	e->tw = (struct watch){ .fn = on_timer, .ctx = e };
-	if ((e->tw.fd = timer_open()) == -1 ||
+	if ((e->tw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
 	    loop_add(rz->loop, &e->tw, EPOLLIN) == -1) {
 		snprintf(err, errlen, "unable to create a timer: %s",
 		    strerror(errno));

@@ -430,7 +430,7 @@ static void
 setup_loop(void)
 {
 	loop_daemon_init(&g.lp, &g.sigw, on_signal);
-	if ((g.timerw.fd = timer_open()) == -1)
+	if ((g.timerw.fd = timer_open(CLOCK_MONOTONIC)) == -1)
 		die(ESV_EXIT_SYSTEM, "timerfd");
 	g.timerw.fn = on_timer;
 	if (loop_add(&g.lp, &g.timerw, EPOLLIN) == -1)

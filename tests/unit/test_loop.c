@@ -78,7 +78,7 @@ test_fds_flags(void **state)
 	(void)state;
 	assert_int_equal(loop_init(&lp), 0);
 	assert_cloexec(lp.epfd);
-	tfd = timer_open();
+	tfd = timer_open(CLOCK_MONOTONIC);
 	assert_cloexec(tfd);
 	assert_true(fcntl(tfd, F_GETFL) & O_NONBLOCK);
 	sigemptyset(&set);
@@ -100,7 +100,7 @@ test_timer_fires(void **state)
 
 	(void)state;
 	assert_int_equal(loop_init(&lp), 0);
-	w = (struct watch){ .fd = timer_open(), .fn = on_timer, .ctx = &h };
+	w = (struct watch){ .fd = timer_open(CLOCK_MONOTONIC), .fn = on_timer, .ctx = &h };
 	assert_true(w.fd >= 0);
 	assert_int_equal(loop_add(&lp, &w, EPOLLIN), 0);
 
@@ -129,7 +129,7 @@ test_timer_zero_fires(void **state)
 
 	(void)state;
 	assert_int_equal(loop_init(&lp), 0);
-	w = (struct watch){ .fd = timer_open(), .fn = on_timer, .ctx = &h };
+	w = (struct watch){ .fd = timer_open(CLOCK_MONOTONIC), .fn = on_timer, .ctx = &h };
 	assert_int_equal(loop_add(&lp, &w, EPOLLIN), 0);
 	assert_int_equal(timer_arm_ms(w.fd, 0), 0);
 	run_until_hit(&lp, &h);
@@ -148,7 +148,7 @@ test_timer_disarm(void **state)
 
 	(void)state;
 	assert_int_equal(loop_init(&lp), 0);
-	w = (struct watch){ .fd = timer_open(), .fn = on_timer, .ctx = &h };
+	w = (struct watch){ .fd = timer_open(CLOCK_MONOTONIC), .fn = on_timer, .ctx = &h };
 	assert_int_equal(loop_add(&lp, &w, EPOLLIN), 0);
 	assert_int_equal(timer_arm_ms(w.fd, 20), 0);
 	assert_int_equal(timer_arm_ms(w.fd, -1), 0);
@@ -171,7 +171,7 @@ test_timer_rearm(void **state)
 
 	(void)state;
 	assert_int_equal(loop_init(&lp), 0);
-	w = (struct watch){ .fd = timer_open(), .fn = on_timer, .ctx = &h };
+	w = (struct watch){ .fd = timer_open(CLOCK_MONOTONIC), .fn = on_timer, .ctx = &h };
 	assert_int_equal(loop_add(&lp, &w, EPOLLIN), 0);
 	t0 = mono_ms();
 	assert_int_equal(timer_arm_ms(w.fd, 10), 0);
@@ -255,8 +255,8 @@ test_two_watches(void **state)
 
 	(void)state;
 	assert_int_equal(loop_init(&lp), 0);
-	w1 = (struct watch){ .fd = timer_open(), .fn = on_timer, .ctx = &h1 };
-	w2 = (struct watch){ .fd = timer_open(), .fn = on_timer, .ctx = &h2 };
+	w1 = (struct watch){ .fd = timer_open(CLOCK_MONOTONIC), .fn = on_timer, .ctx = &h1 };
+	w2 = (struct watch){ .fd = timer_open(CLOCK_MONOTONIC), .fn = on_timer, .ctx = &h2 };
 	assert_int_equal(loop_add(&lp, &w1, EPOLLIN), 0);
 	assert_int_equal(loop_add(&lp, &w2, EPOLLIN), 0);
 	assert_int_equal(timer_arm_ms(w1.fd, 0), 0);

@@ -64,7 +64,7 @@ healthd_setup(struct supervisor *sv)
 	    v6 ? "[" : "", *addr != '\0' ? addr : "127.0.0.1", v6 ? "]" : "",
 	    cfg->health_port);
 	sv->hd_timer = (struct watch){ .fn = healthd_timer, .ctx = sv };
-	if ((sv->hd_timer.fd = timer_open()) == -1 ||
+	if ((sv->hd_timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
 	    loop_add(&sv->loop, &sv->hd_timer, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	hd_spawn(sv);

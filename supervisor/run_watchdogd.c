@@ -81,7 +81,7 @@ watchdog_setup(struct supervisor *sv)
 	if (sv->wd_fifo_fd == -1)
 		die(ESV_EXIT_SYSTEM, "unable to open %s", sv->wd_fifo);
 	sv->wd_timer = (struct watch){ .fn = watchdog_timer, .ctx = sv };
-	if ((sv->wd_timer.fd = timer_open()) == -1 ||
+	if ((sv->wd_timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
 	    loop_add(&sv->loop, &sv->wd_timer, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	wd_spawn(sv);
