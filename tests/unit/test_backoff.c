@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "backoff.h"
+#include "../../supervisor/backoff.h"
 
 /* torchrun restarts at once: initial 0 never delays, however fast. */
 static void

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "linebuf.h"
+#include "../../supervisor/linebuf.h"
 
 /* Every emitted line, concatenated, with each line's length. */
 struct sink {

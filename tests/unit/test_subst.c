@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "subst.h"
+#include "../../supervisor/subst.h"
 
 static const struct subst_var vars[] = {
 	{ "local_rank", "3" },

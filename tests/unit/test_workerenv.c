@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "workerenv.h"
+#include "../../supervisor/workerenv.h"
 
 static struct job_config cfg;
 
