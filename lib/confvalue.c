@@ -9,7 +9,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "confvalue.h"
 #include "nelem.h"
 

@@ -24,6 +24,9 @@ long long parse_duration_ms(const char *s);
 int	split_args(const char *s, char ***argvp, int *argcp, char *why,
 	    size_t whylen);
 
+/* Workers a node may run (nproc_per_node), and local ranks. */
+#define ESV_MAX_NPROC		4096
+
 /* Online CPUs, and /dev/nvidia[0-9]* devices, capped at ESV_MAX_NPROC. */
 unsigned count_cpus(void);
 unsigned count_gpus(void);

@@ -283,9 +283,21 @@ setup_rendezvous(struct supervisor *sv)
 	    .membership_changed = rdzv_membership,
 	    .barrier_done = rdzv_barrier_done,
 	    .status_changed = rdzv_status_changed, .ctx = sv };
+	const struct job_config *cfg = sv->cfg;
+	struct rdzv_params *p = &sv->rzp;
 	char err[512];
 
-	if (rdzv_open(&sv->rz, sv->cfg, &sv->loop, &cb, err, sizeof(err)) == -1)
+	*p = (struct rdzv_params){ .rdzv_backend = cfg->rdzv_backend,
+	    .run_id = cfg->run_id, .role = cfg->role,
+	    .nproc_per_node = cfg->nproc_per_node,
+	    .nnodes_min = cfg->nnodes_min, .nnodes_max = cfg->nnodes_max,
+	    .node_rank = cfg->node_rank, .rdzv_host = cfg->rdzv_host,
+	    .rdzv_port = cfg->rdzv_port, .rdzv = cfg->rdzv,
+	    .local_addr = cfg->local_addr, .master_addr = cfg->master_addr,
+	    .master_port = cfg->master_port,
+	    .master_port_set = cfg->master_port_set,
+	    .standalone = cfg->standalone, .jobdir = cfg->jobdir };
+	if (rdzv_open(&sv->rz, p, &sv->loop, &cb, err, sizeof(err)) == -1)
 		diex(ESV_EXIT_USAGE, "%s", err);
 }
 

@@ -98,6 +98,7 @@ struct supervisor {
 	struct loop		 loop;
 	struct watch		 sigw, ctlw, timerw;
 
+	struct rdzv_params	 rzp;	/* what rz knows of the job */
 	struct rdzv		 rz;
 	struct rdzv_round	 round;
 	bool			 have_round;

@@ -20,10 +20,11 @@ build, src = (os.path.abspath(a) for a in sys.argv[1:3])
 
 # component's sample source -> (headers it may include, headers it must not)
 RULES = {
-    "lib/msg.c": (["msg.h"], ["supervise.h", "rdzv.h", "rdzv_server.h",
+    "lib/msg.c": (["msg.h"], ["supervise.h", "config.h", "rdzv.h",
+                              "rdzv_server.h",
                               "healthd.h", "timers.h", "esv-timer.h"]),
     "healthd/view.c": (["healthd.h", "jobstatus.h"],
-                       ["supervise.h", "rdzv.h", "rdzv_server.h",
+                       ["supervise.h", "config.h", "rdzv.h", "rdzv_server.h",
                         "timers.h"]),
     "watchdog/timers.c": (["timers.h", "msg.h"],
                           ["supervise.h", "rdzv.h", "healthd.h",
@@ -32,9 +33,9 @@ RULES = {
                                      ["rdzv.h", "rdzv_host.h", "supervise.h",
                                       "healthd.h"]),
     "rendezvous/client/rdzv.c": (["rdzv.h", "rdzvproto.h"],
-                                 ["rdzv_server.h", "supervise.h",
+                                 ["rdzv_server.h", "supervise.h", "config.h",
                                   "healthd.h"]),
-    "supervisor/main.c": (["supervise.h", "rdzv.h", "msg.h"],
+    "supervisor/main.c": (["supervise.h", "config.h", "rdzv.h", "msg.h"],
                           ["rdzv_server.h", "healthd.h", "timers.h"]),
 }
 

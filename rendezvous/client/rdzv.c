@@ -16,7 +16,7 @@ static const struct rdzv_backend *const backends[] = {
 };
 
 int
-rdzv_open(struct rdzv *rz, const struct job_config *cfg, struct loop *lp,
+rdzv_open(struct rdzv *rz, const struct rdzv_params *cfg, struct loop *lp,
     const struct rdzv_callbacks *cb, char *err, size_t errlen)
 {
 	size_t i;

@@ -17,10 +17,32 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "config.h"
 #include "loop.h"
 #include "lookup.h"
 #include "ranks.h"
+#include "rdzvconf.h"
+
+/*
+ * What a rendezvous needs to know of the job; esv-supervise fills it from
+ * its configuration (esv-job.ini(5)), and it must outlive the rendezvous.
+ */
+struct rdzv_params {
+	const char	*rdzv_backend;	/* "static" or "esv" */
+	const char	*run_id, *role;
+	unsigned	 nproc_per_node;
+	unsigned	 nnodes_min, nnodes_max;
+	unsigned	 node_rank;		/* static */
+	const char	*rdzv_host;		/* esv: the endpoint */
+	unsigned	 rdzv_port;
+	struct rdzv_conf rdzv;
+	const char	*local_addr;		/* "": the address that reaches
+						 * the server */
+	const char	*master_addr;		/* static */
+	unsigned	 master_port;
+	bool		 master_port_set;
+	bool		 standalone;		/* a private esv-rdzv */
+	const char	*jobdir;
+};
 
 struct rdzv_round {
 	unsigned		round;		/* 0, 1, ... */
@@ -65,7 +87,7 @@ struct rdzv_backend {
 
 struct rdzv {
 	const struct rdzv_backend	*be;
-	const struct job_config		*cfg;
+	const struct rdzv_params	*cfg;
 	struct loop			*loop;
 	struct rdzv_callbacks		 cb;
 	unsigned			 rounds;
@@ -73,7 +95,7 @@ struct rdzv {
 };
 
 /* Pick the backend named by cfg->rdzv_backend.  0, or -1 with err set. */
-int	rdzv_open(struct rdzv *rz, const struct job_config *cfg,
+int	rdzv_open(struct rdzv *rz, const struct rdzv_params *cfg,
 	    struct loop *lp, const struct rdzv_callbacks *cb,
 	    char *err, size_t errlen);
 int	rdzv_join(struct rdzv *rz);

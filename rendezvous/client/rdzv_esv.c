@@ -40,7 +40,7 @@ enum want { W_NOTHING, W_ROUND, W_RUNNING, W_BARRIER };
 
 struct esv {
 	struct rdzv		*rz;
-	const struct job_config	*cfg;
+	const struct rdzv_params	*cfg;
 	char			 token[RDZV_TOKEN_MAX + 1];
 	char			 token_path[PATH_MAX];
 	char			 node_id[RDZV_NAME_MAX + 1];
@@ -180,7 +180,7 @@ pick_master(struct esv *e)
 static void
 send_join(struct esv *e)
 {
-	const struct job_config *cfg = e->cfg;
+	const struct rdzv_params *cfg = e->cfg;
 	struct rdzv_msg m = { .verb = RV_JOIN };
 	struct rdzv_join *j = &m.u.join;
 
@@ -783,7 +783,7 @@ on_timer(struct watch *w, uint32_t events)
 static int
 esv_open(struct rdzv *rz, char *err, size_t errlen)
 {
-	const struct job_config *cfg = rz->cfg;
+	const struct rdzv_params *cfg = rz->cfg;
 	struct esv *e;
 	char hn[256];
 

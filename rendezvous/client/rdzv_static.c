@@ -38,7 +38,7 @@ static_close(struct rdzv *rz, bool job_over)
 static int
 static_join(struct rdzv *rz)
 {
-	const struct job_config *cfg = rz->cfg;
+	const struct rdzv_params *cfg = rz->cfg;
 	struct rdzv_round r;
 
 	memset(&r, 0, sizeof(r));

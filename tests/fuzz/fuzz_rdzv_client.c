@@ -41,7 +41,7 @@
 #define NPROC	2
 
 static struct loop lp;
-static struct job_config cfg;
+static struct rdzv_params cfg;
 static int lfd;
 
 /* The fake server's side of one connection. */
@@ -111,16 +111,17 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (chmod(path, 0600) == -1)
 		abort();
 
-	strlcpy(cfg.rdzv_backend, "esv", sizeof(cfg.rdzv_backend));
-	strlcpy(cfg.rdzv_host, "127.0.0.1", sizeof(cfg.rdzv_host));
+	cfg.rdzv_backend = "esv";
+	cfg.rdzv_host = "127.0.0.1";
 	cfg.rdzv_port = ntohs(addr.sin_port);
 	rdzv_conf_defaults(&cfg.rdzv);
 	strlcpy(cfg.rdzv.token_file, path, sizeof(cfg.rdzv.token_file));
 	cfg.rdzv.is_host = 0;
-	strlcpy(cfg.local_addr, "127.0.0.1", sizeof(cfg.local_addr));
-	strlcpy(cfg.run_id, "job", sizeof(cfg.run_id));
-	strlcpy(cfg.role, "default", sizeof(cfg.role));
-	strlcpy(cfg.jobdir, fuzz_dir(), sizeof(cfg.jobdir));
+	cfg.local_addr = "127.0.0.1";
+	cfg.master_addr = "127.0.0.1";
+	cfg.run_id = "job";
+	cfg.role = "default";
+	cfg.jobdir = fuzz_dir();
 	cfg.nproc_per_node = NPROC;
 	cfg.nnodes_min = 1;
 	cfg.nnodes_max = 4;

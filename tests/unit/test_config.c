@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "../../supervisor/config.h"
 
 struct fixture {
 	char			 dir[64];

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "trust.h"
+#include "../../supervisor/trust.h"
 
 struct fixture {
 	char	dir[64];

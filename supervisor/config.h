@@ -15,7 +15,6 @@
 #include "rdzvconf.h"
 
 #define ESV_MAX_SIGNALS		16
-#define ESV_MAX_NPROC		4096
 #define ESV_MAX_EXTRA_ENV	256
 
 struct env_pair {
