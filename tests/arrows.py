@@ -25,9 +25,9 @@ RULES = {
                               "healthd.h", "timers.h", "esv-timer.h"]),
     "healthd/view.c": (["healthd.h", "jobstatus.h"],
                        ["supervise.h", "config.h", "rdzv.h", "rdzv_server.h",
-                        "timers.h"]),
-    "watchdog/timers.c": (["timers.h", "msg.h"],
-                          ["supervise.h", "rdzv.h", "healthd.h",
+                        "timers.h", "watchdogd.h"]),
+    "watchdog/timers.c": (["timers.h", "msg.h", "watchdogd.h"],
+                          ["supervise.h", "rdzv.h", "healthd.h", "config.h",
                            "rdzv_server.h"]),
     "rendezvous/server/rdzv_job.c": (["rdzv_server_int.h", "rdzvproto.h"],
                                      ["rdzv.h", "rdzv_host.h", "supervise.h",
@@ -36,7 +36,8 @@ RULES = {
                                  ["rdzv_server.h", "supervise.h", "config.h",
                                   "healthd.h"]),
     "supervisor/main.c": (["supervise.h", "config.h", "rdzv.h", "msg.h"],
-                          ["rdzv_server.h", "healthd.h", "timers.h"]),
+                          ["rdzv_server.h", "healthd.h", "timers.h",
+                           "watchdogd.h"]),
 }
 
 with open(os.path.join(build, "compile_commands.json")) as f:

@@ -1,0 +1,133 @@
+/*
+ * The timers' deadlines: one timerfd armed for the earliest, and the
+ * workers signalled when theirs pass.
+ */
+#include "watchdogd.h"
+
+bool
+is_worker(pid_t pid)
+{
+	if (pid == getpid())
+		return false;
+	if (g.ctlw.fd == -1)
+		return g.any_pid;
+	return bsearch(&pid, g.pids, g.npids, sizeof(*g.pids), pid_cmp) !=
+	    NULL;
+}
+
+/*
+ * Through the worker's pidfd: if the worker is gone, the signal is not
+ * sent, whoever has its pid now.  --any-pid has no list, hence no
+ * pidfds: it signals by pid (for tests and trusted single-user setups).
+ */
+static bool
+op_send(void *ctx, pid_t pid, int sig)
+{
+	pid_t *p;
+	int fd;
+
+	(void)ctx;
+	g.no_pidfd = false;
+	if (g.ctlw.fd == -1) {
+		if (kill(pid, sig) == 0)
+			return true;
+		if (errno != ESRCH)
+			warn_sys("kill %d %s", (int)pid, sig_name(sig));
+		return false;
+	}
+	p = bsearch(&pid, g.pids, g.npids, sizeof(*g.pids), pid_cmp);
+	if (p == NULL || (fd = g.pidfds[p - g.pids]) == -1) {
+		g.no_pidfd = true;
+		return false;
+	}
+	if (esv_pidfd_kill(fd, sig) == 0)
+		return true;
+	if (errno != ESRCH)
+		warn_sys("pidfd of pid %d: %s", (int)pid, sig_name(sig));
+	return false;
+}
+
+static void
+op_expired(void *ctx, const struct wtimer *t, bool acted, bool sent)
+{
+	struct wd_expired e;
+	char scope[4 * WDCHAN_SCOPE_MAX + 1], what[64];
+
+	(void)ctx;
+	memset(&e, 0, sizeof(e));
+	e.pid = t->pid;
+	utf8_strlcpy(e.scope, t->scope, sizeof(e.scope));
+	e.signal = t->signal;
+	e.deadline = t->deadline;
+	/* To the microsecond: more digits would be noise. */
+	e.lateness_ms = round((wall_now() - t->deadline) * 1e6) / 1e3;
+	e.sent = sent;
+	g.expired++;
+	if (sent)
+		snprintf(what, sizeof(what), "sent %s", sig_name(t->signal));
+	else if (acted)
+		snprintf(what, sizeof(what), "%s not sent: %s",
+		    sig_name(t->signal), g.no_pidfd ?
+		    "the supervisor gave no pidfd for it" : "no such process");
+	else
+		strlcpy(what, t->signal > 0 ? "cleared" : "no signal",
+		    sizeof(what));
+	request_vis(scope, sizeof(scope), t->scope, strlen(t->scope));
+	info_msg("timer expired: pid %d scope %s deadline %.3f "
+	    "(lateness %.3f ms): %s", (int)t->pid, scope, t->deadline,
+	    e.lateness_ms, what);
+	ctl_send(wdchan_expired(&e));
+}
+
+void
+run_expiries(void)
+{
+	static const struct timers_ops ops = { op_send, op_expired };
+
+	timers_expire(&g.ts, wall_now(), &ops, NULL);
+}
+
+/* The timerfd, on the wall clock as torch's deadlines are. */
+void
+arm_timer(void)
+{
+	struct itimerspec its;
+	double dl = 0, sec;
+	bool have;
+
+	have = timers_next(&g.ts, &dl);
+	if (g.timer_set == have && (!have || dl == g.timer_dl))
+		return;
+	memset(&its, 0, sizeof(its));
+	if (have) {
+		dl = fmin(dl, DEADLINE_MAX);
+		/* Rounded up: firing early would only mean a second wake-up. */
+		sec = floor(dl);
+		its.it_value.tv_sec = (time_t)sec;
+		its.it_value.tv_nsec = (long)ceil((dl - sec) * 1e9);
+		if (its.it_value.tv_nsec >= 1000000000L) {
+			its.it_value.tv_sec++;
+			its.it_value.tv_nsec = 0;
+		}
+		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+			its.it_value.tv_nsec = 1;
+	}
+	if (timerfd_settime(g.timerw.fd, TFD_TIMER_ABSTIME |
+	    TFD_TIMER_CANCEL_ON_SET, &its, NULL) == -1)
+		die(ESV_EXIT_SYSTEM, "timerfd_settime");
+	g.timer_set = have;
+	g.timer_dl = dl;
+}
+
+void
+on_timer(struct watch *w, uint32_t events)
+{
+	uint64_t n;
+
+	(void)events;
+	/* Fired, or ECANCELED: the clock was set.  Either way, arm anew. */
+	if (read(w->fd, &n, sizeof(n)) == -1 && errno == ECANCELED &&
+	    g.verbose)
+		info_msg("the wall clock was set: deadlines checked again");
+	g.timer_set = false;
+}
