@@ -33,6 +33,8 @@
 
 /* After SIGKILL, how long a worker stuck in D state may hold us up. */
 #define KILL_GRACE_MS	5000
+/* A worker that could not execute its entrypoint exits so, as in sh(1). */
+#define WORKER_EXEC_FAILED	127
 /* SIGKILLed processes that still hold group.lock: retried, then given up. */
 #define DRAIN_MS	2000
 #define DRAIN_STEP_MS	5
@@ -285,7 +287,7 @@ worker_child(void *arg)
 	execvpe(a->av[0], a->av, a->envp);
 fail:
 	a->error = errno;
-	_exit(127);
+	_exit(WORKER_EXEC_FAILED);
 }
 
 static void

@@ -660,7 +660,7 @@ on_lookup(struct watch *w, uint32_t events)
 
 /*
  * A numeric endpoint is connected to at once; a name is looked up by a
- * child first (lib/lookup.h), since DNS may take seconds the loop has not
+ * child first (lookup.h), since DNS may take seconds the loop has not
  * got, and anew for every connection, so that a moved server is found.
  */
 static void

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The esv rendezvous by host name: the supervisor has a child look the
-# name up (lib/lookup.c), off its loop, anew for every connection.  A job
+# name up (rendezvous/client/lookup.c), off its loop, anew for every connection.  A job
 # on localhost:PORT forms its round; a name that cannot resolve is
 # retried, with the resolver's reason in the log, and when that node is
 # stopped no resolver is left behind.
