@@ -186,6 +186,7 @@ main(int argc, char *argv[])
 		{ "control-fd", required_argument, NULL, 'c' },
 		{ "any-pid", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};

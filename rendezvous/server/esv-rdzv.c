@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confvalue.h"
 #include "loop.h"
 #include "msg.h"
 #include "netlisten.h"
@@ -60,12 +61,14 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: esv-rdzv [-v] [--listen ADDR:PORT]... "
 	    "[--listen-fd N] --token-file FILE\n"
-	    "                [--heartbeat MS] [--max-clients N] "
+	    "                [--heartbeat DURATION] [--max-clients N] "
 	    "[--max-jobs N] [--max-nodes N]\n"
 	    "                [--max-unauth N] [--max-unauth-per-addr N] "
-	    "[--auth-timeout MS]\n"
-	    "                [--recovery-timeout MS] [--idle-exit SECONDS] "
-	    "[--help] [--version]\n"
+	    "[--auth-timeout DURATION]\n"
+	    "                [--recovery-timeout DURATION] "
+	    "[--idle-exit DURATION] [--help] [--version]\n"
+	    "A DURATION is 250ms, 1.5s, 2m or 1h; a bare number is milliseconds "
+	    "(seconds\nfor --idle-exit).\n"
 	    "Exit status: 0 stopped by SIGTERM or SIGINT or idle, 100 usage or "
 	    "configuration\nerror, 111 system error.\n");
 }
@@ -81,6 +84,26 @@ num_arg(const char *opt, const char *arg, long long lo, long long hi)
 		diex(ESV_EXIT_USAGE, "%s: %s: %s (%lld..%lld)", opt, arg,
 		    errstr, lo, hi);
 	return v;
+}
+
+/*
+ * A duration as every esv program takes one ("250ms", "1.5s", "2m"); a
+ * bare number keeps this option's own unit, bare_ms, as it always had.
+ */
+static long long
+dur_arg(const char *opt, const char *arg, long long bare_ms, long long lo,
+    long long hi)
+{
+	long long ms;
+
+	if (arg[0] != '\0' && strspn(arg, "0123456789") == strlen(arg))
+		ms = num_arg(opt, arg, 0, LLONG_MAX / bare_ms) * bare_ms;
+	else
+		ms = parse_duration_ms(arg);
+	if (ms < lo || ms > hi)
+		diex(ESV_EXIT_USAGE, "%s: %s: not a duration in %lld ms..%lld s",
+		    opt, arg, lo, hi / 1000);
+	return ms;
 }
 
 static void
@@ -504,6 +527,7 @@ main(int argc, char *argv[])
 		{ "auth-timeout", required_argument, NULL, 'T' },
 		{ "idle-exit", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -530,8 +554,8 @@ main(int argc, char *argv[])
 			g.token_file = optarg;
 			break;
 		case 'H':
-			conf.heartbeat_ms = num_arg("--heartbeat", optarg, 10,
-			    3600000);
+			conf.heartbeat_ms = dur_arg("--heartbeat", optarg, 1,
+			    10, 3600000);
 			break;
 		case 'c':
 			conf.max_clients = num_arg("--max-clients", optarg, 1,
@@ -546,7 +570,7 @@ main(int argc, char *argv[])
 			    "--max-unauth-per-addr", optarg, 1, 100000);
 			break;
 		case 'T':
-			conf.auth_ms = num_arg("--auth-timeout", optarg, 10,
+			conf.auth_ms = dur_arg("--auth-timeout", optarg, 1, 10,
 			    3600000);
 			break;
 		case 'j':
@@ -558,12 +582,12 @@ main(int argc, char *argv[])
 			    100000);
 			break;
 		case 'r':
-			conf.recovery_ms = num_arg("--recovery-timeout",
-			    optarg, 0, 86400000);
+			conf.recovery_ms = dur_arg("--recovery-timeout",
+			    optarg, 1, 0, 86400000);
 			break;
 		case 'i':
-			g.idle_ms = 1000 * num_arg("--idle-exit", optarg, 0,
-			    INT_MAX / 1000);
+			g.idle_ms = dur_arg("--idle-exit", optarg, 1000, 0,
+			    (long long)INT_MAX / 1000 * 1000);
 			break;
 		case 'v':
 			conf.verbose = true;

@@ -122,6 +122,21 @@ assert_rc 100 "$RDZV" --listen 127.0.0.1:0 --token-file "$T/loose"
 assert_grep "$T/err" 'loose'
 assert_eq "$(wc -l <"$T/err")" 1 "esv-rdzv's error lines"
 
+note "esv-rdzv's durations: with a unit, or bare in the option's own unit"
+for bad in 1.5x 5ms -1 2h ""; do
+	assert_rc 100 "$RDZV" --listen 127.0.0.1:0 --token-file "$T/token" --heartbeat "$bad"
+	assert_grep "$T/err" "^esv-rdzv: fatal: --heartbeat: "
+	assert_eq "$(wc -l <"$T/err")" 1 "esv-rdzv's error lines for --heartbeat '$bad'"
+done
+"$RDZV" --listen 127.0.0.1:0 --token-file "$T/token" --heartbeat 250ms \
+    --auth-timeout 1.5s --recovery-timeout 2000 --idle-exit 1s >"$T/dur.out" 2>"$T/dur.err" &
+dpid=$!
+ESV_SUP_PIDS+=("$dpid")
+wait_for -t 10 grep -q '^listening ' "$T/dur.out" || fail "durations refused: $(cat "$T/dur.err")"
+# --idle-exit 1s with nobody connecting: it exits 0 on its own.
+wait_for -t 10 eval '! esv_alive '"$dpid" || fail "--idle-exit 1s did not exit"
+wait "$dpid"; assert_eq $? 0 "exit status after --idle-exit"
+
 note "a node with the wrong token retries, never starts a worker, and fails at join_timeout"
 make_token "$T/other"
 RZ_CONF="token_file=$T/other,join_timeout=3s" node w
