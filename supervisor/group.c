@@ -46,11 +46,21 @@ static const char *const state_names[] = {
 	[G_JOINING] = ESV_GS_JOINING, [G_FINISHING] = ESV_GS_FINISHING,
 };
 
-static void
-set_state(struct supervisor *sv, enum group_state st)
+/*
+ * The one place the group's state changes.  Quietly: the caller writes
+ * the files once its burst of work is done (a spawn, an exit).
+ */
+void
+group_enter(struct supervisor *sv, enum group_state st)
 {
 	sv->state = st;
 	sv->since = wall_now();
+}
+
+static void
+set_state(struct supervisor *sv, enum group_state st)
+{
+	group_enter(sv, st);
 	report_group(sv);
 }
 
@@ -402,8 +412,7 @@ void
 group_start(struct supervisor *sv)
 {
 	sv->have_round = false;
-	sv->state = G_JOINING;
-	sv->since = wall_now();
+	group_enter(sv, G_JOINING);
 	if (rdzv_join(&sv->rz) == -1)
 		fail_to_start(sv, "rendezvous failed");
 	/* Static rounds complete inside rdzv_join: nothing to show then. */
@@ -527,8 +536,7 @@ group_launch(struct supervisor *sv)
 	sv->attempt++;
 	sv->attempt_started_ms = mono_ms();
 	sv->pid_since = wall_now();
-	sv->state = G_RUNNING;
-	sv->since = wall_now();
+	group_enter(sv, G_RUNNING);
 	events_log(sv, "group.start", json_pack("{si si si ss si}",
 	    "workers", sv->alive, "base_rank", ai.ranks.base_rank,
 	    "world_size", ai.ranks.world_size, "master_addr", ai.master_addr,

@@ -206,7 +206,7 @@ on_signal(struct watch *w, uint32_t events)
 		    sv->state == G_FINISHING)
 			supervisor_exit(sv, sv->exit_code);
 		else {
-			sv->state = G_DOWN;
+			group_enter(sv, G_DOWN);
 			supervisor_exit(sv, ESV_EXIT_FAILED);
 		}
 	}

@@ -172,6 +172,8 @@ void	group_barrier_done(struct supervisor *sv, bool released);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
 /* Our children now, from /proc (malloc'd; NULL and *n 0 if unknown). */
 pid_t	*children_list(size_t *n);
+/* The one place the group's state changes; the caller reports it. */
+void	group_enter(struct supervisor *sv, enum group_state st);
 const char *group_state_name(enum group_state st);
 
 /* control.c */
