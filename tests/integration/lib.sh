@@ -42,6 +42,16 @@
 #	assert_file PATH	assert_no_file PATH
 #	assert_json FILE	FILE parses as JSON
 #	count_lines FILE ERE	number of lines matching (0 if no FILE)
+#	event_names JOBDIR	the job's events.jsonl in order, one a line: the
+#			event's name, "control:L" for the control letter L
+#	event_time JOBDIR NAME	the time (Unix seconds) of the last NAME
+#			event in events.jsonl; empty if none
+#	sleep_until TIME	sleep until the wall clock passes TIME (Unix
+#			seconds, fractional).  Only for a "nothing happened"
+#			window, whose end is derived from the delay it checks
+#			(say how where it is used); never to wait for an event
+#	in_poll PID	PID sleeps in poll(2)/ppoll(2): an esv-ctl waiter has
+#			read the state, found its condition unmet, and waits
 
 : "${ESV_BIN_DIR:=/work/main/build/supervisor}"
 # Absolute, as workers and symlinks made in $T refer to it.
@@ -294,4 +304,43 @@ count_lines()
 	local n
 	n=$(grep -cE -- "$2" "$1" 2>/dev/null)
 	echo "${n:-0}"
+}
+
+# The supervisor writes compact JSON: "key":value, no blanks.
+event_names()
+{
+	awk 'match($0, /"event":"[^"]*"/) {
+		e = substr($0, RSTART + 9, RLENGTH - 10)
+		if (e == "control" && match($0, /"command":"[^"]*"/))
+			e = e ":" substr($0, RSTART + 11, RLENGTH - 12)
+		print e
+	}' "$1/events.jsonl" 2>/dev/null
+}
+
+event_time()
+{
+	awk -v e="\"event\":\"$2\"" 'index($0, e) && match($0, /"time":[0-9.e+]+/) {
+		t = substr($0, RSTART + 7, RLENGTH - 7)
+	} END { if (t != "") printf "%.6f\n", t }' "$1/events.jsonl" 2>/dev/null
+}
+
+sleep_until()
+{
+	local left
+	left=$(awk -v t="$1" -v now="$EPOCHREALTIME" 'BEGIN { if (t > now) printf "%.3f", t - now }')
+	[ -z "$left" ] || sleep "$left"
+}
+
+# The kernel's wait channel names the poll; where it is hidden, the
+# syscall number (x86_64 poll 7 and ppoll 271; aarch64 ppoll 73).
+in_poll()
+{
+	local w n
+	w=$(cat "/proc/$1/wchan" 2>/dev/null) || return 1
+	case $w in *poll*) return 0 ;; esac
+	read -r n _ <"/proc/$1/syscall" 2>/dev/null || return 1
+	case $(uname -m):$n in
+	x86_64:7 | x86_64:271 | aarch64:73) return 0 ;;
+	esac
+	return 1
 }
