@@ -2,40 +2,13 @@
 # esv-ctl with no esv-supervise running: it must fail fast, never block,
 # and keep its exit codes (esv-ctl(8)).  A "fake" below only holds
 # supervise/ok and supervise/control open, as a live supervisor would.
-# Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_ctl_nosuper.sh
-set -u
+. "$(dirname "$0")/lib.sh"
+esv_setup 60
 
-: "${ESV_BIN_DIR:?set ESV_BIN_DIR to the directory holding esv-ctl}"
-CTL=$ESV_BIN_DIR/esv-ctl
-[ -x "$CTL" ] || { echo "FAIL: $CTL is not executable"; exit 1; }
-
-T=$(mktemp -d /tmp/test_ctl_nosuper.XXXXXX)
-FAKE=
-cleanup() {
-	[ -n "$FAKE" ] && kill "$FAKE" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-failures=0
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-
-# run EXPECTED_RC CMD...: run with a time bound; keep stdout/stderr.
-run() {
-	local want=$1
-	shift
-	timeout 10 "$@" >"$T/out" 2>"$T/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] ||
-	    fail "$* exited $rc, wanted $want; stderr: $(cat "$T/err")"
-}
-
-expect_in() {
-	grep -q -- "$2" "$T/$1" ||
-	    fail "$1 lacks '$2': $(cat "$T/$1")"
+# expect_in out|err ERE: the last assert_rc's stdout or stderr matches.
+expect_in()
+{
+	assert_grep "$T/$1" "$2" "$1 of the last command"
 }
 
 # A job directory that a supervisor once ran: the files, no reader.
@@ -66,31 +39,31 @@ EOF
 
 # Actions: "supervisor not running", exit 1, without blocking on the FIFO.
 for cmd in up down once restart term kill pause cont exit; do
-	run 1 "$CTL" "$cmd" "$J"
+	assert_rc 1 "$CTL" "$cmd" "$J"
 	expect_in err "esv-ctl: fail: $J: supervisor not running"
 done
-run 1 "$CTL" signal HUP "$J"
-run 1 "$CTL" -w 5 up "$J"
+assert_rc 1 "$CTL" signal HUP "$J"
+assert_rc 1 "$CTL" -w 5 up "$J"
 expect_in err "supervisor not running"
-run 1 "$CTL" down "$T/missing"
+assert_rc 1 "$CTL" down "$T/missing"
 expect_in err "esv-ctl: fail: $T/missing: supervisor not running"
 # Each JOBDIR is handled: one failure line per job.
-run 1 "$CTL" up "$J" "$T/missing"
+assert_rc 1 "$CTL" up "$J" "$T/missing"
 [ "$(grep -c 'supervisor not running' "$T/err")" -eq 2 ] ||
     fail "two jobs, wanted two failure lines: $(cat "$T/err")"
 
 # Status of a job without supervisor: the last recorded state.
-run 1 "$CTL" status "$J"
+assert_rc 1 "$CTL" status "$J"
 expect_in out "^$J: not running"
 expect_in out "failed"
 expect_in out "attempt 4"
 expect_in out "restarts 3/3"
 expect_in out "exit 1"
 expect_in out "^  worker 0: failed, rank 0, exit 3"
-run 1 "$CTL" status "$T/missing"
+assert_rc 1 "$CTL" status "$T/missing"
 expect_in out "^$T/missing: not running$"
-run 1 "$CTL" status --json "$J"
-python3 - "$T/out" "$J" <<'EOF' || fail "status --json: wrong object: $(cat "$T/out")"
+assert_rc 1 "$CTL" status --json "$J"
+"$PY" - "$T/out" "$J" <<'EOF' || fail "status --json: wrong object: $(cat "$T/out")"
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1, lines
@@ -105,8 +78,8 @@ assert isinstance(job["since"], float), job
 assert o["workers"][0]["exit_code"] == 3, o
 assert o["workers"][0]["signal"] is None, o
 EOF
-run 1 "$CTL" status --json "$T/missing"
-python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["job"] is None and o["workers"] == []' \
+assert_rc 1 "$CTL" status --json "$T/missing"
+"$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["job"] is None and o["workers"] == []' \
     "$T/out" || fail "status --json of a missing dir: $(cat "$T/out")"
 
 # A state file with numbers beyond any range, then truncated: status still
@@ -116,38 +89,38 @@ mkdir -p "$B/supervise"
 big=$(printf '9%.0s' $(seq 400))
 printf 'state=running\nsince=%s.5\nnext_start=-1%s.0\nattempt=2\n' \
     "$big" "$(printf "0%.0s" $(seq 300))" >"$B/supervise/state"
-run 1 "$CTL" status "$B"
+assert_rc 1 "$CTL" status "$B"
 expect_in out "^$B: not running, last state: running, attempt 2, restart in 0s$"
-run 1 "$CTL" status --json "$B"
-python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert isinstance(o["job"]["since"], str) and o["errors"] == [], o' \
+assert_rc 1 "$CTL" status --json "$B"
+"$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); assert isinstance(o["job"]["since"], str) and o["errors"] == [], o' \
     "$T/out" || fail "status --json of huge numbers: $(cat "$T/out")"
 printf 'state=running\nattem' >"$B/supervise/state"
-run 1 "$CTL" status "$B"
+assert_rc 1 "$CTL" status "$B"
 expect_in out "^  bad file: supervise/state: line 2: truncated: no newline at the end$"
 
 # wait: a finished job needs no supervisor; other targets fail with 1.
-run 0 "$CTL" wait finished "$J"
-run 1 "$CTL" wait up -t 5 "$J"
+assert_rc 0 "$CTL" wait finished "$J"
+assert_rc 1 "$CTL" wait up -t 5 "$J"
 expect_in err "supervisor not running"
 
 # Usage errors: 100, with the reason.
-run 100 "$CTL"
-run 100 "$CTL" up
-run 100 "$CTL" frobnicate "$J"
+assert_rc 100 "$CTL"
+assert_rc 100 "$CTL" up
+assert_rc 100 "$CTL" frobnicate "$J"
 expect_in err "unknown command: frobnicate"
-run 100 "$CTL" signal NOSUCHSIG "$J"
+assert_rc 100 "$CTL" signal NOSUCHSIG "$J"
 expect_in err "NOSUCHSIG"
-run 100 "$CTL" signal SIGSEGV "$J"
+assert_rc 100 "$CTL" signal SIGSEGV "$J"
 expect_in err "SIGSEGV"
-run 100 "$CTL" -w 5 pause "$J"
-run 100 "$CTL" -w soon up "$J"
-run 100 "$CTL" wait sideways "$J"
-run 100 "$CTL" wait up -t -1 "$J"
-run 100 "$CTL" status -t 1 "$J"
-run 100 "$CTL" up --json "$J"
-run 0 "$CTL" --help
+assert_rc 100 "$CTL" -w 5 pause "$J"
+assert_rc 100 "$CTL" -w soon up "$J"
+assert_rc 100 "$CTL" wait sideways "$J"
+assert_rc 100 "$CTL" wait up -t -1 "$J"
+assert_rc 100 "$CTL" status -t 1 "$J"
+assert_rc 100 "$CTL" up --json "$J"
+assert_rc 0 "$CTL" --help
 expect_in out "usage: esv-ctl"
-run 0 "$CTL" --version
+assert_rc 0 "$CTL" --version
 expect_in out "^esv-ctl "
 
 # A fake supervisor that holds the FIFOs open but never acts: the letter
@@ -156,36 +129,34 @@ bash -c 'exec 3<>"$1/supervise/ok" 4<>"$1/supervise/control"; exec sleep 60' \
     _ "$J" &
 FAKE=$!
 sed -i 's/^state=failed/state=down/' "$J/supervise/state"
-# The fake's open may not have happened yet: wait for it, bounded.
-for _ in $(seq 100); do
-	timeout 5 "$CTL" status "$J" >/dev/null 2>&1 && break
-	sleep 0.05
-done
-run 0 "$CTL" status "$J"
+# The fake's open may not have happened yet: wait for it.
+wait_for -t 5 eval 'timeout 5 "$CTL" status "$J" >/dev/null 2>&1' ||
+    fail "the fake supervisor did not open supervise/ok"
+assert_rc 0 "$CTL" status "$J"
 expect_in out "^$J: down"
-run 0 "$CTL" pause "$J"
+assert_rc 0 "$CTL" pause "$J"
 expect_in out "sent: $J: pause"
 start=$(date +%s%N)
-run 99 "$CTL" wait up -t 0.5 "$J"
+assert_rc 99 "$CTL" wait up -t 0.5 "$J"
 elapsed=$((($(date +%s%N) - start) / 1000000))
 [ "$elapsed" -ge 450 ] && [ "$elapsed" -lt 5000 ] ||
     fail "wait -t 0.5 took ${elapsed}ms"
-run 99 "$CTL" up -w 0.3 "$J"
+assert_rc 99 "$CTL" up -w 0.3 "$J"
 expect_in out "^timeout: $J: down"
-run 99 "$CTL" restart -w 0.3 "$J"
+assert_rc 99 "$CTL" restart -w 0.3 "$J"
 # A waiter leaves no listener FIFO behind.
 left=$(find "$J/event" -name '*ftrig1*' | wc -l)
 [ "$left" -eq 0 ] || fail "$left listener FIFOs left in event/"
 
-# The fake dies while waited on: 102, not a timeout.
-(sleep 0.3; kill "$FAKE") &
-run 102 "$CTL" wait up -t 20 "$J"
+# The fake dies while waited on (the waiter asleep in poll): 102, not a
+# timeout.
+"$CTL" wait up -t 20 "$J" >"$T/out" 2>"$T/err" &
+waiter=$!
+wait_for -t 5 in_poll "$waiter" ||
+    fail "wait up is not waiting: $(cat "$T/err")"
+kill "$FAKE"
+wait "$FAKE"
+wait "$waiter"
+assert_eq "$?" 102 "wait up whose supervisor died"
 expect_in err "supervisor died"
-wait
-FAKE=
-
-if [ "$failures" -ne 0 ]; then
-	echo "test_ctl_nosuper: $failures failure(s)"
-	exit 1
-fi
-echo "test_ctl_nosuper: ok"
+note ok
