@@ -3,37 +3,14 @@
 # a record written by the real runsv: 20 bytes, TAI64 label 2^62 + 10 +
 # Unix seconds, pid little-endian at 12..15, state byte 1 while running.
 # Exit 0 pass, 77 skip (runit not installed), anything else failure.
-set -u
+. "$(dirname "$0")/lib.sh"
+esv_setup 60
 
-command -v runsv >/dev/null && command -v sv >/dev/null || {
-	echo "skip: runit (runsv, sv) not installed" >&2
-	exit 77
-}
+command -v runsv >/dev/null && command -v sv >/dev/null ||
+    skip "runit (runsv, sv) not installed"
 
-dir=$(mktemp -d /tmp/test_runit_record.XXXXXX) || exit 1
-svc=$dir/svc
-runsv_pid=
-
-cleanup() {
-	if [ -n "$runsv_pid" ]; then
-		timeout 5 sv exit "$svc" >/dev/null 2>&1
-		# runsv exits once its child is gone; do not wait forever.
-		for _ in $(seq 50); do
-			kill -0 "$runsv_pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$runsv_pid" 2>/dev/null
-		wait "$runsv_pid" 2>/dev/null
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
-
+# runsv and its service inherit ESV_ITEST_TAG: the cleanup kills them.
+svc=$T/svc
 mkdir "$svc" || exit 1
 printf '#!/bin/sh\nexec sleep 100\n' >"$svc/run"
 chmod 755 "$svc/run"
@@ -43,15 +20,9 @@ runsv "$svc" </dev/null >/dev/null 2>&1 &
 runsv_pid=$!
 
 # Wait until runsv reports a running child (a non-empty pid file).
-pid=
-for _ in $(seq 100); do
-	if [ -s "$svc/supervise/pid" ] && [ -s "$svc/supervise/status" ]; then
-		pid=$(cat "$svc/supervise/pid")
-		[ -n "$pid" ] && break
-	fi
-	sleep 0.05
-done
-[ -n "$pid" ] || fail "runsv did not start the service within 5 s"
+wait_for -t 5 eval '[ -s "$svc/supervise/pid" ] && [ -s "$svc/supervise/status" ]' ||
+    fail "runsv did not start the service within 5 s"
+pid=$(cat "$svc/supervise/pid")
 after=$(date +%s)
 
 size=$(stat -c %s "$svc/supervise/status")
@@ -79,11 +50,8 @@ nsec=$(( b[8] << 24 | b[9] << 16 | b[10] << 8 | b[11] ))
 [ "$nsec" -lt 1000000000 ] || fail "nanoseconds field $nsec out of range"
 
 timeout 10 sv exit "$svc" >/dev/null 2>&1 || fail "sv exit failed"
-for _ in $(seq 100); do
-	kill -0 "$runsv_pid" 2>/dev/null || break
-	sleep 0.05
-done
-kill -0 "$runsv_pid" 2>/dev/null && fail "runsv still running after sv exit"
+wait_for -t 5 eval '! esv_alive "$runsv_pid"' ||
+    fail "runsv still running 5 s after sv exit"
 wait "$runsv_pid"
-runsv_pid=
+note ok
 exit 0
