@@ -35,11 +35,13 @@ REC=$T/rec.prog W_PLAN=$plan start_sup "$T/prog" --file-timer \
     --health-port 0 --health-address 127.0.0.1 --health-timeout 1s \
     --python "$PY" -- "$WORKERS/wd_worker.py"
 url=$(health_url "$T/prog")
-wait_for -t 10 grep -q '^arm' "$T/rec.prog" || fail "the worker did not arm"
-for _ in 1 2 3; do
+# Asked after the worker's 1st, 4th and 7th arm: the last 1.5 s after the
+# first, beyond the 1 s timeout, and 0.25 s before the next request.
+for k in 1 4 7; do
+	wait_for -t 10 eval '[ "$(count_lines "$T/rec.prog" "^arm")" -ge $k ]' ||
+	    fail "the worker did not arm $k times: $(cat "$T/prog.err")"
 	get "$url" /healthz >/dev/null
-	assert_eq "$(code)" 200 "/healthz while timers are armed ($(cat "$T/body"))"
-	sleep 0.4
+	assert_eq "$(code)" 200 "/healthz after arm $k ($(cat "$T/body"))"
 done
 wait_for -t 10 eval '[ "$(count_lines "$T/rec.prog" "^sleep:0.25 ")" = 8 ]' ||
     fail "the worker did not stop arming"
@@ -69,13 +71,14 @@ url=$(health_url "$T/st")
 wait_for -t 10 eval '[ "$(kv "$T/st/supervise/state" restart_count)" = 1 ] &&
     [ "$(kv "$T/st/workers/1/state" state)" = running ]' ||
     fail "no restart: $(cat "$T/st.err")"
-sleep 0.3	# past esv-healthd's 100 ms cache
-get "$url" /status >"$T/st.http"
-assert_eq "$(code)" 200 "/status"
-ctl status --json "$T/st" >"$T/st.ctl"
-ctl status "$T/st" >"$T/st.human"
-assert_grep_F "$T/st.human" "health $url/healthz" "esv-ctl status"
-"$PY" - "$T/st.http" "$T/st.ctl" <<'EOF' || fail "/status and esv-ctl differ"
+# status_agrees: /status, once esv-healthd has read the files again (it
+# keeps them 100 ms), is the restarted group, as esv-ctl shows it.
+status_agrees()
+{
+	get "$url" /status >"$T/st.http"
+	[ "$(code)" = 200 ] || { echo "/status: HTTP $(code)" >"$T/st.diff"; return 1; }
+	ctl status --json "$T/st" >"$T/st.ctl"
+	"$PY" - "$T/st.http" "$T/st.ctl" 2>"$T/st.diff" <<'EOF'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 # /status leaves the paths out (esv-healthd --status-paths keeps them).
@@ -95,6 +98,10 @@ assert job["restart_count"] == 1 and job["state"] == "running", job
 assert [w["rank"] for w in workers] == [0, 1], workers
 assert all(w["state"] == "running" and w["pid"] > 0 for w in workers)
 EOF
+}
+wait_for -t 5 status_agrees || fail "/status and esv-ctl differ: $(cat "$T/st.diff")"
+ctl status "$T/st" >"$T/st.human"
+assert_grep_F "$T/st.human" "health $url/healthz" "esv-ctl status"
 get "$url" /metrics >"$T/st.metrics"
 assert_eq "$(code)" 200 "/metrics"
 "$PY" "$ESV_TEST_DIR/promparse.py" "$T/st.metrics" esv_restarts_total=1 \
@@ -144,14 +151,17 @@ note "healthy in the exit barrier, though nothing progresses"
 start_rdzv
 RZ_JOB=barrier RZ_RUN=1 node a --file-timer --health-port 0 \
     --health-address 127.0.0.1 --health-timeout 1s
-RZ_JOB=barrier RZ_RUN=6 node b
+RZ_JOB=barrier RZ_STOP_FLAG=$T/b.stop node b
 url=$(health_url "$T/a")
 wait_for -t 15 eval '[ "$(kv "$T/a/supervise/state" state)" = finishing ]' ||
     fail "a never reached the exit barrier: $(cat "$T/a.err")"
-sleep 1.5	# beyond the 1 s timeout since a's watchdog started
+# a's watchdog, started before a's group, has had no request: past the
+# group start + the 1 s timeout (+ 0.3 s), a's only progress is too old.
+sleep_until "$(awk -v t="$(event_time "$T/a" group.start)" 'BEGIN { printf "%.3f", t + 1.3 }')"
 get "$url" /healthz >/dev/null
 assert_eq "$(code)" 200 "/healthz in the exit barrier ($(cat "$T/body"))"
 assert_grep "$T/body" 'exit barrier'
+touch "$T/b.stop"
 wait_sup -t 30 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
 wait_sup -t 10 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
 exit 0
