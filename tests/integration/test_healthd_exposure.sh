@@ -27,6 +27,21 @@ echo '{"message": "x"}' >"$TORCHELASTIC_ERROR_FILE"
 exit 0
 EOS
 chmod +x "$T/w.sh"
+# status_shows NAME: GET /status into $T/NAME.json; true once it shows
+# worker 1 succeeded, worker 0 running and the job running worker 0 only:
+# the supervisor writes the workers' files first, supervise/state after,
+# and esv-healthd keeps what it read 100 ms.
+status_shows()
+{
+	local name=$1
+	curl -s -m 5 -o "$T/$name.json" "http://$where/status" &&
+	    "$PY" -c 'import json, sys
+o = json.load(open(sys.argv[1]))
+j, w = o["job"], o["workers"]
+sys.exit(not (j and j["state"] == "running" and
+    w[1]["state"] == "succeeded" and w[0]["state"] == "running" and
+    j["pids"] == [w[0]["pid"]]))' "$T/$name.json" 2>/dev/null
+}
 
 note "default: 127.0.0.1, no paths in /status"
 start_sup "$T/def" --health-port 0 --file-timer --nproc-per-node 2 \
@@ -36,9 +51,8 @@ where=$(health_where "$T/def")
 wait_for -t 10 eval '[ "$(kv "$T/def/workers/1/state" state)" = succeeded ] &&
     [ "$(kv "$T/def/workers/0/state" state)" = running ]' ||
     fail "workers: $(cat "$T/def.err")"
-sleep 0.3	# past esv-healthd's 100 ms cache
-curl -s -m 5 -o "$T/def.json" "http://$where/status" ||
-    fail "GET /status failed"
+wait_for -t 5 status_shows def ||
+    fail "GET /status: not the workers' state: $(cat "$T/def.json")"
 ctl status --json "$T/def" >"$T/def.ctl"
 "$PY" - "$T/def.json" "$T/def.ctl" "$T" <<'EOS' || fail "/status shows paths: $(cat "$T/def.json")"
 import json, sys
@@ -63,9 +77,8 @@ where=$(health_where "$T/paths")
 wait_for -t 10 eval '[ "$(kv "$T/paths/workers/1/state" state)" = succeeded ] &&
     [ "$(kv "$T/paths/workers/0/state" state)" = running ]' ||
     fail "workers: $(cat "$T/paths.err")"
-sleep 0.3
-curl -s -m 5 -o "$T/paths.json" "http://$where/status" ||
-    fail "GET /status failed"
+wait_for -t 5 status_shows paths ||
+    fail "GET /status: not the workers' state: $(cat "$T/paths.json")"
 ctl status --json "$T/paths" >"$T/paths.ctl"
 "$PY" - "$T/paths.json" "$T/paths.ctl" <<'EOS' || fail "/status and esv-ctl differ"
 import json, sys
