@@ -32,6 +32,17 @@ zombie()
 	[ "${st%% *}" = Z ]
 }
 
+# age_ms PID: how long PID has run, from its start time in /proc.
+age_ms()
+{
+	local st up
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	read -r up _ </proc/uptime
+	awk -v s="$(echo "$st" | awk '{ print $20 }')" -v u="$up" \
+	    -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%d\n", (u - s / hz) * 1000 }'
+}
+
 wd_up()
 {
 	wd=$(children "$SUP_PID" esv-watchdogd | head -1)
@@ -66,9 +77,12 @@ start_job()
 	start_sup "$job" --file-timer --health-port 0 -r 3 \
 	    --max-restarts 1000000 --nproc-per-node 4 --no-python -- "$@"
 	wait_for wd_up || fail "$name: no esv-watchdogd: $(cat "$SUP_ERR")"
-	# A watchdog younger than 1 s is restarted from a timer, later; the
-	# race needs the restart done at once, in the SIGCHLD handler.
-	sleep 1.1
+	# A watchdog younger than 1 s (WD_RESTART_MS) is restarted from a
+	# timer, later; the race needs the restart done at once, in the
+	# SIGCHLD handler: wait until it is 1.1 s old (the supervisor reads
+	# its clock just after the spawn; /proc counts in 10 ms ticks).
+	wait_for -t 5 eval '[ "$(age_ms "$wd")" -ge 1100 ]' ||
+	    fail "$name: esv-watchdogd $wd did not grow old: $(age_ms "$wd") ms"
 	wait_for wd_up || fail "$name: esv-watchdogd went away"
 }
 
