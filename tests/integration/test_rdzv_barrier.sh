@@ -13,10 +13,14 @@ RZ_JOB=held RZ_RUN=4 node b
 wait_recs a . 1 || fail "a did not start: $(cat "$T/a.err")"
 wait_for -t 10 eval '[ "$(kv "$T/a/supervise/state" state)" = finishing ]' ||
     fail "a's state: $(kv "$T/a/supervise/state" state), wanted finishing"
-sleep 1
-esv_alive "$NODE_PID_a" || fail "a left before b finished"
 wait_sup -t 30 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
 wait_sup -t 5 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
+# a, done 3 s before b, was held until then: it left the barrier (released)
+# after b's worker had exited.
+assert_grep "$T/a/events.jsonl" '"event":"rdzv.barrier","released":true' "a's events"
+ta=$(event_time "$T/a" rdzv.barrier) tb=$(event_time "$T/b" worker.exit)
+awk -v a="$ta" -v b="$tb" 'BEGIN { exit !(a != "" && b != "" && a >= b) }' ||
+    fail "a left the barrier at $ta, before b's worker exited at $tb"
 assert_eq "$(recs a .)" 1 "a's worker starts"
 assert_eq "$(recs b .)" 1 "b's worker starts"
 assert_grep "$T/a.err" 'exit barrier passed'
