@@ -58,11 +58,16 @@ note "below min nodes: the survivor waits for a join"
 kill -KILL "$NODE_PID_b"
 wait_for -t 10 eval '[ "$(kv "$T/a/supervise/state" state)" = joining ]' ||
     fail "a is not waiting for a join: $(kv "$T/a/supervise/state" state)"
-sleep 1.5
+# A round of one, below the 2 nodes the job needs, would close at the
+# latest last_call_timeout (1 s) after a joined: wait 0.5 s past that.
+sleep_until "$(awk -v t="$(kv "$T/a/supervise/state" since)" 'BEGIN { printf "%.3f", t + 1.5 }')"
 assert_eq "$(kv "$T/a/supervise/state" state)" joining "a's state, alone"
 ctl status "$T/a" >"$T/status"
 assert_grep "$T/status" 'joining'
 node d
 wait_recs a 'world=2 ' 3 || fail "a: no round with d: $(cat "$T/a.err")"
 wait_recs d 'world=2 ' 1 || fail "d: no round with a: $(cat "$T/d.err")"
+# Nor did one start and end before the look above.
+assert_eq "$(recs a ' world=1 ')" 0 "a's worker starts alone"
+assert_no_grep "$T/a/events.jsonl" '"group_world_size":1,' "a's rounds"
 exit 0
