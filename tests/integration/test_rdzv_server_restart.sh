@@ -16,6 +16,7 @@ wpid=$(field "$(last_rec a)" pid)
 
 note "kill -9 of esv-rdzv"
 kill -KILL "$RDZV_PID"
+killed=$EPOCHREALTIME
 wait "$RDZV_PID" 2>/dev/null
 for n in a b; do
 	wait_for -t 5 eval '[ "$(kv "$T/$n/supervise/state" rdzv_connected)" = 0 ]' ||
@@ -23,7 +24,10 @@ for n in a b; do
 done
 ctl status "$T/a" >"$T/status"
 assert_grep "$T/status" 'disconnected'
-sleep 1
+# The server stays away for each supervisor's first three attempts to
+# reconnect (100, 200 and 400 ms apart, each + up to 25%: 0.875 s), and a
+# little more.
+sleep_until "$(awk -v t="$killed" 'BEGIN { printf "%.3f", t + 1 }')"
 esv_alive "$wpid" || fail "a's worker died with the server"
 assert_eq "$(kv "$T/a/supervise/state" state)" running "a's state"
 
@@ -33,8 +37,12 @@ for n in a b; do
 	wait_for -t 10 eval '[ "$(kv "$T/$n/supervise/state" rdzv_connected)" = 1 ]' ||
 	    fail "$n did not reconnect: $(cat "$T/$n.err")"
 done
-sleep 0.5
+# The new server takes the running round back once both nodes are: else,
+# after its --recovery-timeout, a new round (a restart).
+wait_for -t 10 grep -qE 'recovered round [0-9]+: 2 nodes back' "$RDZV_ERR" ||
+    fail "esv-rdzv did not recover the round: $(tail -5 "$RDZV_ERR")"
 for n in a b; do
+	assert_no_grep "$T/$n/events.jsonl" '"event":"(group\.stop|rdzv\.membership)"' "$n's events"
 	assert_eq "$(recs $n .)" 1 "$n: worker starts (a restart would add one)"
 	assert_eq "$(kv "$T/$n/supervise/state" attempt)" 1 "$n: attempt"
 done
