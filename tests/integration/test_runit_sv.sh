@@ -191,7 +191,6 @@ mkdir -p "$J"
 start_sup "$J" --no-python --nproc-per-node 2 -- "$PY" "$REC" "$T/rec2" exit
 wait_for -t 10 eval '[ -p "$J/supervise/ok" ] && [ -s "$J/supervise/status" ] && [ -s "$J/supervise/state" ]' ||
     fail "the supervisor did not set up $J/supervise: $(cat "$SUP_ERR")"
-sleep 0.5
 assert_no_file "$T/rec2"
 assert_eq "$(kv "$J/supervise/state" state)" down "state with a down file"
 sv status "$J" >"$T/st"
@@ -201,6 +200,11 @@ assert_grep "$T/st" "^down: $J: [0-9]+s$" "sv status with a down file"
 check_record "$J" 0 d 0
 sv up "$J" >/dev/null || fail "sv up failed"
 wait_for -t 10 state_is "$J" running || fail "not running after sv up"
+# The supervisor logs what it does in order: its first start came after
+# sv's u, none before.  A start the down file failed to prevent would come
+# by the loop's first turn (no --restart-delay: 0), before it read the u.
+assert_eq "$(event_names "$J" | grep -E '^(group\.start|control:u)$' | head -2 | tr '\n' ' ')" \
+    "control:u group.start " "the first start (down file)"
 sv status "$J" >"$T/st"
 assert_grep "$T/st" "^run: $J: \\(pid [0-9]+\\) [0-9]+s, normally down$" "sv status (down file, up)"
 sv -w 10 exit "$J" >/dev/null
