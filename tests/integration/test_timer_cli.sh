@@ -60,10 +60,15 @@ note "default signal: SIGKILL"
 timed sh -c '"$0" arm 300ms; sleep 5' "$TIMER"
 assert_eq "$RC" 137 "status with the default signal"
 
-# ---- release: the same scope, and the shell lives on.
+# ---- release: the same scope, and the shell lives on.  The proof is a
+# marker timer that expires after the released one would have (the
+# watchdog fires in deadline order): its SIGUSR1 ends the shell's wait.
 note "release prevents the kill"
-timed sh -c '"$0" arm 0.4s --scope step --signal TERM &&
-    "$0" release --scope step && sleep 1 && echo survived' "$TIMER"
+timed sh -c 'trap "echo survived; exit 0" USR1
+    "$0" arm 0.4s --scope step --signal TERM &&
+    "$0" release --scope step &&
+    "$0" arm 0.6s --scope marker --signal USR1 || exit 9
+    sleep 10 & wait $!' "$TIMER"
 assert_eq "$RC" 0 "status of a shell that released its timer"
 assert_grep_F "$T/out" survived
 # Releasing another scope leaves this one armed.
@@ -82,8 +87,10 @@ assert_eq "$?" $((128 + 10)) "status of the --pid victim (SIGUSR1)"
 
 # ---- run: armed around the command, released after, status passed on.
 note "run: released after the command, its status kept"
-timed sh -c '"$0" run 1s --signal TERM -- sh -c "exit 7"; echo "rc=$?";
-    sleep 1.5; echo survived' "$TIMER"
+timed sh -c 'trap "echo survived; exit 0" USR1
+    "$0" run 1s --signal TERM -- sh -c "exit 7"; echo "rc=$?"
+    "$0" arm 1.2s --scope marker --signal USR1 || exit 9
+    sleep 10 & wait $!' "$TIMER"
 assert_eq "$RC" 0 "status of a shell after run"
 assert_grep_F "$T/out" rc=7
 assert_grep_F "$T/out" survived
@@ -119,14 +126,33 @@ assert_grep "$T/out" '^esv-timer [0-9]'
 
 # ---- the C header, strict C99, in a worker of its own.
 note "esv-timer.h in a C worker"
+# It waits for a marker timer that expires after c-step would have (the
+# watchdog fires in deadline order): surviving it proves c-step never fired.
 cat >"$T/c_worker.c" <<'EOF'
+#define _POSIX_C_SOURCE 200809L
 #include "esv-timer.h"
 
+#include <signal.h>
 #include <string.h>
+
+static volatile sig_atomic_t marker;
+
+static void
+on_marker(int sig)
+{
+	(void)sig;
+	marker = 1;
+}
 
 int
 main(int argc, char *argv[])
 {
+	sigset_t usr1, old;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, &old);
+	signal(SIGUSR1, on_marker);
 	if (esv_timer_arm(0.5, "c-step", SIGTERM) == -1) {
 		perror("esv_timer_arm");
 		return 111;
@@ -136,7 +162,12 @@ main(int argc, char *argv[])
 		perror("esv_timer_release");
 		return 111;
 	}
-	sleep(2);
+	if (esv_timer_arm(0.7, "c-marker", SIGUSR1) == -1) {
+		perror("esv_timer_arm");
+		return 111;
+	}
+	while (!marker)
+		sigsuspend(&old);
 	puts("survived");
 	return 0;
 }

@@ -92,7 +92,8 @@ hidden=$(awk '/esv-watchdogd: warning: [0-9]+ more bad requests suppressed/ {
 assert_eq "$((said + hidden))" 5000 "flood: bad lines said + suppressed"
 
 note "a killed watchdog is replaced and told the workers again"
-REC=$T/rec.wdk W_PLAN="sleep:2.5;arm:s:0.3:15;sleep:5" start_sup "$T/wdk" \
+# The worker arms its timer only once the replacement watchdog runs.
+REC=$T/rec.wdk W_PLAN="waitfile:$T/wdk.go;arm:s:0.3:15;sleep:5" start_sup "$T/wdk" \
     --file-timer --python "$PY" -- "$W"
 wait_for -t 10 pgrep -f "esv-watchdogd --fifo $T/wdk/" >/dev/null ||
     fail "no watchdog: $(cat "$T/wdk.err")"
@@ -101,6 +102,9 @@ wait_for -t 5 eval 'ctl status "$T/wdk" >"$T/st" && grep -q "last timer request"
 ctl status --json "$T/wdk" >"$T/st.json"
 assert_grep "$T/st.json" '"last_progress"'
 pkill -KILL -f "esv-watchdogd --fifo $T/wdk/"
+wait_for -t 10 grep -q '"watchdog.restart"' "$T/wdk/events.jsonl" ||
+    fail "the killed watchdog was not replaced: $(cat "$T/wdk.err")"
+: >"$T/wdk.go"
 wait_sup -t 20
 assert_eq $? 1 "watchdog restart: exit status (the worker must be killed)"
 assert_grep "$T/wdk/events.jsonl" '"watchdog.restart"'

@@ -13,6 +13,7 @@ $W_RANK (default 0) follows the plan; the others sleep $W_OTHERS seconds
 	flood:N:bad		N malformed lines, in large blocking writes
 	flood:N:pairs		N arm+release pairs (scope "flood"), the same way
 	sleep:SECS		sleep
+	waitfile:PATH		wait until PATH exists (the test says go)
 	exit:CODE		exit
 The plan's end is exit 0."""
 import json
@@ -80,6 +81,9 @@ for step in env.get("W_PLAN", "").split(";"):
         flood(int(a[0]), a[1])
     elif op == "sleep":
         time.sleep(float(arg))
+    elif op == "waitfile":
+        while not os.path.exists(arg):
+            time.sleep(0.01)
     elif op == "exit":
         note(step)
         sys.exit(int(arg))
