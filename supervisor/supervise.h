@@ -218,7 +218,8 @@ struct sweep {
 void	sweep_add_group(struct sweep *s, pid_t pgid);
 /*
  * SIGKILL them all; scan again until a scan finds none alive, or for at
- * most ms (0: one scan).
+ * most ms (0: one scan).  Waiting (ms > 0) is for start-up and for the
+ * guardian, which have no loop; the loop passes 0 and retries on its timer.
  */
 void	sweep_kill(struct sweep *s, long long ms);
 void	sweep_free(struct sweep *s);
