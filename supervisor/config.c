@@ -99,6 +99,10 @@ static int	set_signals(struct loadctx *, const struct option_def *,
 		    const char *, char *, size_t);
 static int	set_health_port(struct loadctx *, const struct option_def *,
 		    const char *, char *, size_t);
+static int	set_master_addr(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
+static int	set_start_method(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
 
 #define FIELD(f)	offsetof(struct job_config, f), \
 			sizeof(((struct job_config *)NULL)->f)
@@ -114,8 +118,8 @@ static const struct option_def options[] = {
 	    set_nnodes },
 	{ "node_rank", "node-rank", 0, "PET_NODE_RANK", NULL, K_UINT,
 	    FIELD(node_rank), 0, MAX_NNODES - 1, NULL },
-	{ "master_addr", "master-addr", 0, "PET_MASTER_ADDR", NULL, K_STR,
-	    FIELD(master_addr), 1, 0, NULL },
+	{ "master_addr", "master-addr", 0, "PET_MASTER_ADDR", NULL, K_FN,
+	    FIELD(master_addr), 1, 0, set_master_addr },
 	{ "master_port", "master-port", 0, "PET_MASTER_PORT", NULL, K_FN,
 	    FIELD(master_port), 1, 65535, set_master_port },
 	{ "max_restarts", "max-restarts", 0, "PET_MAX_RESTARTS", NULL, K_UINT,
@@ -164,6 +168,10 @@ static const struct option_def options[] = {
 	    FIELD(no_python), 0, 0, NULL },
 	{ "module", "module", 'm', "PET_MODULE", NULL, K_BOOL, FIELD(module),
 	    0, 0, NULL },
+	{ "run_path", "run-path", 0, "PET_RUN_PATH", NULL, K_BOOL,
+	    FIELD(run_path), 0, 0, NULL },
+	{ "start_method", "start-method", 0, "PET_START_METHOD", NULL, K_FN,
+	    FIELD(start_method), 0, 0, set_start_method },
 	{ "python", "python", 0, "PET_PYTHON", "PYTHON_EXEC", K_STR,
 	    FIELD(python), 1, 0, NULL },
 	{ "monitor_interval", "monitor-interval", 0, "PET_MONITOR_INTERVAL",
@@ -363,6 +371,35 @@ set_nnodes(struct loadctx *ctx, const struct option_def *d, const char *v,
 	}
 	cfg->nnodes_min = lo;
 	cfg->nnodes_max = hi;
+	return 0;
+}
+
+static int
+set_master_addr(struct loadctx *ctx, const struct option_def *d,
+    const char *v, char *why, size_t whylen)
+{
+	(void)d;
+	if (v[0] == '\0' || strlcpy(ctx->cfg->master_addr, v,
+	    sizeof(ctx->cfg->master_addr)) >= sizeof(ctx->cfg->master_addr)) {
+		snprintf(why, whylen, "not a host name or address");
+		return -1;
+	}
+	ctx->cfg->master_addr_set = true;
+	return 0;
+}
+
+/* torch's choices; esv execs every worker whatever is chosen. */
+static int
+set_start_method(struct loadctx *ctx, const struct option_def *d,
+    const char *v, char *why, size_t whylen)
+{
+	(void)d;
+	if (strcmp(v, "spawn") != 0 && strcmp(v, "fork") != 0 &&
+	    strcmp(v, "forkserver") != 0) {
+		snprintf(why, whylen, "%s: not spawn, fork or forkserver", v);
+		return -1;
+	}
+	strlcpy(ctx->cfg->start_method, v, sizeof(ctx->cfg->start_method));
 	return 0;
 }
 
@@ -959,6 +996,8 @@ static int
 validate_static(struct loadctx *ctx)
 {
 	struct job_config *cfg = ctx->cfg;
+	char host[256], why[256];
+	unsigned port;
 
 	if (cfg->nnodes_min != cfg->nnodes_max)
 		return fail(ctx, "--nnodes %u:%u: the static rendezvous needs "
@@ -967,6 +1006,23 @@ validate_static(struct loadctx *ctx)
 	if (cfg->node_rank >= cfg->nnodes_max)
 		return fail(ctx, "--node-rank %u: must be below --nnodes %u",
 		    cfg->node_rank, cfg->nnodes_max);
+	/*
+	 * As torch: the static rendezvous meets at --rdzv-endpoint, which
+	 * rank 0's store listens on.  It takes the place of the defaults
+	 * of --master-addr and --master-port, not of values given for them.
+	 */
+	if (cfg->rdzv_endpoint[0] != '\0') {
+		if (endpoint_parse(cfg->rdzv_endpoint, cfg->master_port, host,
+		    sizeof(host), &port, why, sizeof(why)) == -1)
+			return fail(ctx, "rdzv_endpoint: %s: %s",
+			    cfg->rdzv_endpoint, why);
+		if (!cfg->master_addr_set)
+			strlcpy(cfg->master_addr, host, sizeof(cfg->master_addr));
+		if (!cfg->master_port_set) {
+			cfg->master_port = port;
+			cfg->master_port_set = true;
+		}
+	}
 	return 0;
 }
 
@@ -1003,6 +1059,20 @@ validate_rdzv(struct loadctx *ctx)
 	return 0;
 }
 
+/* A random (version 4) UUID in its usual text, as torch's uuid.uuid4(). */
+static void
+fresh_run_id(char *buf, size_t len)
+{
+	uint8_t u[16];
+
+	arc4random_buf(u, sizeof(u));
+	u[6] = (u[6] & 0x0f) | 0x40;
+	u[8] = (u[8] & 0x3f) | 0x80;
+	snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
+	    u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
 static int
 validate(struct loadctx *ctx)
 {
@@ -1016,9 +1086,10 @@ validate(struct loadctx *ctx)
 			return fail(ctx, "--standalone: runs one node, but "
 			    "--nnodes is %u:%u", cfg->nnodes_min,
 			    cfg->nnodes_max);
-		/* As torchrun: a private rendezvous on this host. */
+		/* As torchrun: a private rendezvous on this host, a fresh id. */
 		strlcpy(cfg->rdzv_backend, "esv", sizeof(cfg->rdzv_backend));
 		cfg->rdzv_endpoint[0] = '\0';
+		fresh_run_id(cfg->run_id, sizeof(cfg->run_id));
 	}
 	if (validate_rdzv(ctx) == -1)
 		return -1;
@@ -1123,6 +1194,8 @@ config_usage(FILE *fp)
 "  --local-ranks-filter 0,2         ranks shown on the console (all)\n"
 "  --no-python                      run the entrypoint itself\n"
 "  -m, --module                     run the entrypoint as python3 -m\n"
+"  --run-path                       accepted: the script runs as python3 -u\n"
+"  --start-method spawn|fork|forkserver  accepted and ignored: workers are exec'd\n"
 "  --python PATH                    the interpreter (python3)\n"
 "  --monitor-interval SECONDS       accepted for torchrun, unused\n"
 "  --shutdown-timeout DURATION      stop signal to SIGKILL (30s)\n"

@@ -31,12 +31,18 @@ struct job_config {
 	int	 argc;
 	bool	 no_python;		/* exec argv[0] itself */
 	bool	 module;		/* python3 -u -m argv[0] ... */
+	bool	 run_path;		/* torch's --run-path: python3 -u argv[0],
+					 * as without it (no Python process of
+					 * ours to runpy it in) */
+	char	 start_method[16];	/* torch's; accepted, workers are
+					 * always exec'd */
 	char	 python[PATH_MAX];	/* $PYTHON_EXEC, else "python3" */
 
 	unsigned nproc_per_node;
 	unsigned nnodes_min, nnodes_max;
 	unsigned node_rank;
 	char	 master_addr[256];
+	bool	 master_addr_set;	/* given, not the default */
 	unsigned master_port;
 	bool	 master_port_set;	/* false: pick a free port (1 node only) */
 	unsigned max_restarts;

@@ -349,6 +349,9 @@ main(int argc, char **argv)
 		warn_msg("setting OMP_NUM_THREADS to 1 for each worker by default "
 		    "so as not to overload the system; tune it for your "
 		    "application");
+	if (cfg.start_method[0] != '\0')
+		info_msg("--start-method %s: ignored: every worker is exec'd, "
+		    "as torch does for a script", cfg.start_method);
 	sv.cfg = &cfg;
 	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;

@@ -86,4 +86,23 @@ assert_eq "$rc0" 0 "job.ini node 0 exit status ($(cat "$T/k0.err"))"
 assert_eq "$rc1" 0 "PET_ node 1 exit status ($(cat "$T/k1.err"))"
 check_ranks 29500 "$T/d0" "$T/d1" "$T/k0" "$T/k1"
 
+# torchrun's static command line with only --rdzv-endpoint: both nodes
+# meet where it says (MASTER_ADDR:MASTER_PORT), as torch 1.13 does.
+rm -rf "$T/d0" "$T/d1"
+P=$(free_port)
+for n in 0 1; do
+	mkdir -p "$T/d$n"
+	DUMP_DIR=$T/d$n W_SLEEP=0.5 start_sup "$T/e$n" --no-python \
+	    --rdzv_backend static --rdzv_endpoint "127.0.0.1:$P" \
+	    --nnodes 2 --node_rank "$n" --nproc_per_node 4 -- "$W"
+	eval "PID$n=\$SUP_PID"
+done
+wait_sup -t 30 "$PID0"
+rc0=$?
+wait_sup -t 30 "$PID1"
+rc1=$?
+assert_eq "$rc0" 0 "endpoint node 0 exit status ($(cat "$T/e0.err"))"
+assert_eq "$rc1" 0 "endpoint node 1 exit status ($(cat "$T/e1.err"))"
+check_ranks "$P" "$T/d0" "$T/d1" "$T/e0" "$T/e1"
+
 echo "${0##*/}: ok"

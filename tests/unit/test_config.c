@@ -545,6 +545,53 @@ test_health_port(void **state)
 	assert_int_equal(load(f, "DIR"), -1);
 }
 
+/* torchrun's options that esv takes as torch 1.13 does, or notes. */
+static void
+test_torchrun_parity(void **state)
+{
+	struct fixture *f = *state;
+	struct job_config *cfg = &f->cfg;
+	char *env[] = { "PET_START_METHOD=forkserver", "PET_RUN_PATH=1", NULL };
+	char first[128];
+
+	assert_int_equal(load(f, "--start_method", "spawn", "--run_path",
+	    "DIR", "t.py"), 0);
+	assert_string_equal(cfg->start_method, "spawn");
+	assert_true(cfg->run_path);
+	assert_int_equal(loadenv(f, env, "DIR", "t.py"), 0);
+	assert_string_equal(cfg->start_method, "forkserver");
+	assert_true(cfg->run_path);
+	assert_fails(f, load(f, "--start-method", "thread", "DIR", "t.py"),
+	    "--start-method: thread: not spawn, fork or forkserver");
+
+	/* Static: the endpoint is where rank 0's store listens... */
+	assert_int_equal(load(f, "--nnodes", "2", "--rdzv-endpoint",
+	    "h1:1234", "DIR", "t.py"), 0);
+	assert_string_equal(cfg->master_addr, "h1");
+	assert_int_equal(cfg->master_port, 1234);
+	assert_true(cfg->master_port_set);
+	/* ...unless --master-addr and --master-port say otherwise. */
+	assert_int_equal(load(f, "--nnodes", "2", "--rdzv-endpoint",
+	    "h1:1234", "--master-addr", "h2", "DIR", "t.py"), 0);
+	assert_string_equal(cfg->master_addr, "h2");
+	assert_int_equal(cfg->master_port, 1234);
+	assert_int_equal(load(f, "--nnodes", "2", "--rdzv-endpoint", "h1",
+	    "--master-port", "7", "DIR", "t.py"), 0);
+	assert_string_equal(cfg->master_addr, "h1");
+	assert_int_equal(cfg->master_port, 7);
+	assert_fails(f, load(f, "--nnodes", "2", "--rdzv-endpoint", "h1:x",
+	    "DIR", "t.py"), "rdzv_endpoint: h1:x: not a number: x");
+
+	/* --standalone: a fresh run id each time, as torch's uuid4. */
+	assert_int_equal(load(f, "--standalone", "--rdzv-id", "mine", "DIR",
+	    "t.py"), 0);
+	assert_int_equal(strlen(cfg->run_id), 36);
+	assert_int_equal(cfg->run_id[14], '4');
+	strlcpy(first, cfg->run_id, sizeof(first));
+	assert_int_equal(load(f, "--standalone", "DIR", "t.py"), 0);
+	assert_string_not_equal(cfg->run_id, first);
+}
+
 static void
 test_both_spellings(void **state)
 {
@@ -589,7 +636,8 @@ test_both_spellings(void **state)
 	    "DIR", "t.py"), 0);
 	assert_int_equal(cfg->nproc_per_node, 5);
 	assert_int_equal(cfg->max_restarts, 7);
-	assert_string_equal(cfg->run_id, "y");
+	/* --standalone gives the job a fresh id, as torch does. */
+	assert_int_equal(strlen(cfg->run_id), 36);
 	assert_string_equal(cfg->log_dir, "/m");
 	assert_true(cfg->standalone);
 	assert_string_equal(cfg->rdzv_backend, "esv");
@@ -973,6 +1021,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_env_between_ini_and_cli,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torch_env_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_torchrun_parity, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_both_spellings, setup,
 		    teardown),
