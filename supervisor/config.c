@@ -28,6 +28,8 @@
 #define OPT_BASE	256	/* getopt_long values of table options */
 #define OPT_HELP	'h'
 #define OPT_VERSION	1
+#define OPT_JOBDIR	2
+#define OPT_TORCHRUN	3
 
 struct loadctx;
 struct option_def;
@@ -66,6 +68,8 @@ struct loadctx {
 	const char		*cli[64];
 	char			**cmd;
 	int			 ncmd;
+	const char		*jobdir;	/* --jobdir */
+	bool			 torchrun;	/* esv-run: no JOBDIR word */
 
 	/* job.ini being parsed. */
 	FILE			*fp;
@@ -878,6 +882,10 @@ build_longopts(struct option *lo, char under[][32], char *shorts)
 		lo[n++].name = under[i];
 	}
 	lo[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	lo[n++] = (struct option){ "jobdir", required_argument, NULL,
+	    OPT_JOBDIR };
+	lo[n++] = (struct option){ "torchrun", no_argument, NULL,
+	    OPT_TORCHRUN };
 	lo[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
 	lo[n] = (struct option){ NULL, 0, NULL, 0 };
 	*sp = '\0';
@@ -897,6 +905,12 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 	case OPT_VERSION:
 		printf("esv-supervise %s\n", ESV_VERSION);
 		return 1;
+	case OPT_JOBDIR:
+		ctx->jobdir = optarg;
+		return 0;
+	case OPT_TORCHRUN:
+		ctx->torchrun = ctx->cfg->torchrun = true;
+		return 0;
 	case ':':
 		return fail(ctx, "%s: needs a value",
 		    bad_option(argv, word, bad, sizeof(bad)));
@@ -920,7 +934,7 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 static int
 parse_cmdline(struct loadctx *ctx, int argc, char **argv)
 {
-	struct option lo[2 * NOPTS + 3];
+	struct option lo[2 * NOPTS + 5];
 	char under[NOPTS][32], shorts[3 + 2 * NOPTS + 1];
 	const char *jobdir = NULL;
 	int c, r, word;
@@ -937,6 +951,9 @@ parse_cmdline(struct loadctx *ctx, int argc, char **argv)
 			if ((r = cli_option(ctx, c, argv, word)) != 0)
 				return r;
 		}
+		/* --jobdir, or esv-run's command line: the command follows. */
+		if (jobdir == NULL && (ctx->jobdir != NULL || ctx->torchrun))
+			jobdir = ctx->jobdir != NULL ? ctx->jobdir : "";
 		if (jobdir != NULL || optind >= argc)
 			break;
 		jobdir = argv[optind++];
@@ -945,7 +962,48 @@ parse_cmdline(struct loadctx *ctx, int argc, char **argv)
 		return fail(ctx, "JOBDIR: missing (see --help)");
 	ctx->cmd = argv + optind;
 	ctx->ncmd = argc - optind;
+	/* esv-run without --jobdir: made from the run id, once it is known. */
+	if (jobdir[0] == '\0' && ctx->torchrun)
+		return 0;
 	return set_jobdir(ctx, jobdir);
+}
+
+/*
+ * esv-run's job directory: $XDG_RUNTIME_DIR/esv/, else /run/esv/ for
+ * root, else one of its own under $TMPDIR; in it, the run id, or for
+ * torch's default id "none" a name of this process's, so that two such
+ * jobs on a host do not share one.
+ */
+static int
+auto_jobdir(struct loadctx *ctx)
+{
+	struct job_config *cfg = ctx->cfg;
+	const char *xdg = getenv("XDG_RUNTIME_DIR"), *tmp = getenv("TMPDIR");
+	char base[PATH_MAX], dir[PATH_MAX];
+	int n;
+
+	if (cfg->jobdir[0] != '\0')
+		return 0;
+	if (xdg != NULL && xdg[0] == '/')
+		n = snprintf(base, sizeof(base), "%s/esv", xdg);
+	else if (geteuid() == 0)
+		n = snprintf(base, sizeof(base), "/run/esv");
+	else {
+		n = snprintf(base, sizeof(base), "%s/esv-%u",
+		    tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
+		    (unsigned)geteuid());
+	}
+	if (n < 0 || (size_t)n >= sizeof(base))
+		return fail(ctx, "the job directory's name is too long");
+	if (mkdir(base, 0700) == -1 && errno != EEXIST)
+		return fail(ctx, "%s: %s", base, strerror(errno));
+	if (strcmp(cfg->run_id, "none") == 0)
+		n = snprintf(dir, sizeof(dir), "%s/run-%d", base, (int)getpid());
+	else
+		n = snprintf(dir, sizeof(dir), "%s/%s", base, cfg->run_id);
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		return fail(ctx, "%s/%s: name too long", base, cfg->run_id);
+	return set_jobdir(ctx, dir);
 }
 
 static char **
@@ -1132,8 +1190,9 @@ config_load(struct job_config *cfg, int argc, char **argv, char **envp,
 		return r;
 	set_defaults(cfg);
 	r = 0;
-	if (load_ini(&ctx) == -1 || load_env(&ctx, envp) == -1 ||
-	    load_cli(&ctx) == -1 || validate(&ctx) == -1 ||
+	if ((cfg->jobdir[0] != '\0' && load_ini(&ctx) == -1) ||
+	    load_env(&ctx, envp) == -1 || load_cli(&ctx) == -1 ||
+	    validate(&ctx) == -1 || auto_jobdir(&ctx) == -1 ||
 	    build_argv(&ctx) == -1) {
 		config_free(cfg);
 		r = -1;
@@ -1163,6 +1222,8 @@ config_usage(FILE *fp)
 {
 	fputs(
 "usage: esv-supervise [options] JOBDIR [--] [entrypoint [args...]]\n"
+"       esv-supervise [options] --jobdir JOBDIR entrypoint [args...]\n"
+"       esv-run [torchrun's options] entrypoint [args...]\n"
 "\n"
 "Settings come from defaults, JOBDIR/job.ini, PET_<OPTION> variables and\n"
 "these options, each overriding the one before (see esv-job.ini(5)).\n"

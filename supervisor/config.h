@@ -24,6 +24,7 @@ struct env_pair {
 
 struct job_config {
 	char	 jobdir[PATH_MAX];
+	bool	 torchrun;		/* esv-run's command line (--torchrun) */
 	char	 config_path[PATH_MAX];	/* JOBDIR/job.ini, may not exist */
 
 	/* What to run: entrypoint followed by its arguments, unsubstituted. */

@@ -349,6 +349,11 @@ main(int argc, char **argv)
 		warn_msg("setting OMP_NUM_THREADS to 1 for each worker by default "
 		    "so as not to overload the system; tune it for your "
 		    "application");
+	/* esv-run made the directory up: say where it is. */
+	if (cfg.torchrun)
+		info_msg("job directory %s (esv-ctl status %s), logs in %s%s",
+		    cfg.jobdir, cfg.jobdir, cfg.log_dir[0] != '\0' ? cfg.log_dir :
+		    cfg.jobdir, cfg.log_dir[0] != '\0' ? "" : "/" ESV_DEFAULT_LOG_DIR);
 	if (cfg.start_method[0] != '\0')
 		info_msg("--start-method %s: ignored: every worker is exec'd, "
 		    "as torch does for a script", cfg.start_method);
