@@ -30,6 +30,7 @@
 #define OPT_VERSION	1
 #define OPT_JOBDIR	2
 #define OPT_TORCHRUN	3
+#define OPT_DRY_RUN	4
 
 struct loadctx;
 struct option_def;
@@ -886,6 +887,8 @@ build_longopts(struct option *lo, char under[][32], char *shorts)
 	    OPT_JOBDIR };
 	lo[n++] = (struct option){ "torchrun", no_argument, NULL,
 	    OPT_TORCHRUN };
+	lo[n++] = (struct option){ "dry-run", no_argument, NULL,
+	    OPT_DRY_RUN };
 	lo[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
 	lo[n] = (struct option){ NULL, 0, NULL, 0 };
 	*sp = '\0';
@@ -911,6 +914,9 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 	case OPT_TORCHRUN:
 		ctx->torchrun = ctx->cfg->torchrun = true;
 		return 0;
+	case OPT_DRY_RUN:
+		ctx->cfg->dry_run = true;
+		return 0;
 	case ':':
 		return fail(ctx, "%s: needs a value",
 		    bad_option(argv, word, bad, sizeof(bad)));
@@ -934,7 +940,7 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 static int
 parse_cmdline(struct loadctx *ctx, int argc, char **argv)
 {
-	struct option lo[2 * NOPTS + 5];
+	struct option lo[2 * NOPTS + 6];
 	char under[NOPTS][32], shorts[3 + 2 * NOPTS + 1];
 	const char *jobdir = NULL;
 	int c, r, word;
@@ -995,7 +1001,7 @@ auto_jobdir(struct loadctx *ctx)
 	}
 	if (n < 0 || (size_t)n >= sizeof(base))
 		return fail(ctx, "the job directory's name is too long");
-	if (mkdir(base, 0700) == -1 && errno != EEXIST)
+	if (!cfg->dry_run && mkdir(base, 0700) == -1 && errno != EEXIST)
 		return fail(ctx, "%s: %s", base, strerror(errno));
 	if (strcmp(cfg->run_id, "none") == 0)
 		n = snprintf(dir, sizeof(dir), "%s/run-%d", base, (int)getpid());
@@ -1217,6 +1223,52 @@ config_free(struct job_config *cfg)
 	cfg->nextra_env = 0;
 }
 
+/* One option's value as the option takes it, for --dry-run. */
+static void
+print_value(FILE *fp, const struct job_config *cfg, const struct option_def *d)
+{
+	const char *f = (const char *)cfg + d->off;
+	int i;
+
+	if (strcmp(d->key, "nnodes") == 0)
+		fprintf(fp, "%u:%u", cfg->nnodes_min, cfg->nnodes_max);
+	else if (strcmp(d->key, "signals") == 0)
+		for (i = 0; i < cfg->nsignals; i++)
+			fprintf(fp, "%s%s", i > 0 ? "," : "",
+			    sig_name(cfg->signals[i]));
+	else if (strcmp(d->key, "health_port") == 0)
+		fprintf(fp, "%d", cfg->health_port);
+	else if (strcmp(d->key, "monitor_interval") == 0)
+		fprintf(fp, "%g", cfg->monitor_interval);
+	else if (d->kind == K_BOOL)
+		fputs(*(const bool *)f ? "true" : "false", fp);
+	else if (d->kind == K_UINT || d->kind == K_MS ||
+	    d->size == sizeof(unsigned))
+		fprintf(fp, "%u", *(const unsigned *)f);
+	else
+		fputs(f, fp);
+}
+
+void
+config_print(FILE *fp, const struct job_config *cfg)
+{
+	size_t i;
+	int a;
+
+	fprintf(fp, "jobdir=%s\n", cfg->jobdir);
+	for (i = 0; i < NOPTS; i++) {
+		if (options[i].opt == NULL)
+			continue;
+		fprintf(fp, "%s=", options[i].key);
+		print_value(fp, cfg, &options[i]);
+		fputc('\n', fp);
+	}
+	fputs("command=", fp);
+	for (a = 0; a < cfg->argc; a++)
+		fprintf(fp, "%s%s", a > 0 ? " " : "", cfg->argv[a]);
+	fputc('\n', fp);
+}
+
 void
 config_usage(FILE *fp)
 {
@@ -1265,6 +1317,7 @@ config_usage(FILE *fp)
 "  --restart-delay DURATION         first restart delay (0: none)\n"
 "  --restart-delay-max DURATION     longest restart delay (60s)\n"
 "  --restart-reset DURATION         a run this long resets the delay (60s)\n"
+"  --dry-run                        print the settings as read, run nothing\n"
 "  -h, --help                       this text\n"
 "  --version                        the version\n"
 "\n"

@@ -25,6 +25,7 @@ struct env_pair {
 struct job_config {
 	char	 jobdir[PATH_MAX];
 	bool	 torchrun;		/* esv-run's command line (--torchrun) */
+	bool	 dry_run;		/* --dry-run: print the settings */
 	char	 config_path[PATH_MAX];	/* JOBDIR/job.ini, may not exist */
 
 	/* What to run: entrypoint followed by its arguments, unsubstituted. */
@@ -107,6 +108,8 @@ struct job_config {
  */
 int	config_load(struct job_config *cfg, int argc, char **argv,
 	    char **envp, char *err, size_t errlen);
+/* key=value a line: every option as read, the job directory, the command. */
+void	config_print(FILE *fp, const struct job_config *cfg);
 void	config_free(struct job_config *cfg);
 void	config_usage(FILE *fp);
 

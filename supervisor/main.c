@@ -344,6 +344,10 @@ main(int argc, char **argv)
 	if (strlen(cfg.jobdir) > PATH_MAX / 2)
 		diex(ESV_EXIT_USAGE, "%s: JOBDIR path too long", cfg.jobdir);
 
+	if (cfg.dry_run) {
+		config_print(stdout, &cfg);
+		exit(fflush(stdout) == 0 ? ESV_EXIT_OK : ESV_EXIT_SYSTEM);
+	}
 	/* torchrun's banner, in one line: the default is surprising. */
 	if (cfg.nproc_per_node > 1 && getenv("OMP_NUM_THREADS") == NULL)
 		warn_msg("setting OMP_NUM_THREADS to 1 for each worker by default "
