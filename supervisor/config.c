@@ -1115,10 +1115,6 @@ validate_rdzv(struct loadctx *ctx)
 		    sizeof(cfg->rdzv_host), &cfg->rdzv_port, why,
 		    sizeof(why)) == -1)
 			return fail(ctx, "rdzv_endpoint: %s", why);
-		if (cfg->rdzv.token_file[0] == '\0')
-			return fail(ctx, "rdzv_conf: token_file: required by the "
-			    "esv backend (a file of 16 or more random "
-			    "characters, mode 0600)");
 	}
 	return 0;
 }

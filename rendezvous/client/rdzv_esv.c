@@ -834,8 +834,16 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 		    sizeof(e->token_path));
 		e->may_host = cfg->rdzv.is_host != 0;
 	}
-	if (rdzv_token_load(e->token_path, e->token, sizeof(e->token), err,
-	    errlen) == -1)
+	if (e->token_path[0] == '\0') {
+		/* torch's c10d has no token either; say once what that means. */
+		e->token[0] = '\0';
+		warn_msg("rendezvous: no token_file: joins to %s:%u are not "
+		    "authenticated (as torch's c10d): anyone who reaches it can "
+		    "join job %s or break its rounds; give every node rdzv_conf "
+		    "token_file=FILE (see esv-rdzv(8))", e->host, e->port,
+		    cfg->run_id);
+	} else if (rdzv_token_load(e->token_path, e->token, sizeof(e->token),
+	    err, errlen) == -1)
 		return -1;
 	snprintf(e->endpoint, sizeof(e->endpoint), strchr(e->host, ':') ?
 	    "[%s]:%u" : "%s:%u", e->host, e->port);

@@ -27,6 +27,14 @@ spawn_server(int lfd, const char *tokenfile, pid_t *pid, char *err,
 	char path[PATH_MAX];
 	char *argv[] = { path, "--listen-fd", "3", "--token-file",
 	    (char *)tokenfile, "--idle-exit", HOST_IDLE_EXIT, NULL };
+
+	/* A node without a token hosts a server without one. */
+	if (tokenfile[0] == '\0') {
+		argv[3] = "--allow-no-token";
+		argv[4] = "--idle-exit";
+		argv[5] = HOST_IDLE_EXIT;
+		argv[6] = NULL;
+	}
 	int e;
 
 	prog_path("esv-rdzv", "rendezvous", "ESV_RDZV", path, sizeof(path));

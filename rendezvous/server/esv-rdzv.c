@@ -52,6 +52,7 @@ static struct {
 	unsigned		 nconns, max_conns;	/* fds for peers */
 	long long		 idle_ms, idle_since;
 	const char		*token_file;
+	bool			 no_token;	/* --allow-no-token */
 	struct connq		 closing, graveyard;
 	bool			 quit;
 } g;
@@ -60,7 +61,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: esv-rdzv [-v] [--listen ADDR:PORT]... "
-	    "[--listen-fd N] --token-file FILE\n"
+	    "[--listen-fd N]\n"
+	    "                --token-file FILE | --allow-no-token\n"
 	    "                [--heartbeat DURATION] [--max-clients N] "
 	    "[--max-jobs N] [--max-nodes N]\n"
 	    "                [--max-unauth N] [--max-unauth-per-addr N] "
@@ -399,6 +401,8 @@ on_signal(struct watch *w, uint32_t events)
 			g.quit = true;
 			continue;
 		}
+		if (g.no_token)
+			continue;
 		load_token(token, sizeof(token), false);
 		if (token[0] != '\0') {
 			rdzv_server_set_token(g.srv, token);
@@ -517,6 +521,7 @@ main(int argc, char *argv[])
 		{ "listen", required_argument, NULL, 'l' },
 		{ "listen-fd", required_argument, NULL, 'L' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "allow-no-token", no_argument, NULL, 'N' },
 		{ "heartbeat", required_argument, NULL, 'H' },
 		{ "max-clients", required_argument, NULL, 'c' },
 		{ "max-jobs", required_argument, NULL, 'j' },
@@ -552,6 +557,9 @@ main(int argc, char *argv[])
 			break;
 		case 't':
 			g.token_file = optarg;
+			break;
+		case 'N':
+			g.no_token = true;
 			break;
 		case 'H':
 			conf.heartbeat_ms = dur_arg("--heartbeat", optarg, 1,
@@ -603,11 +611,20 @@ main(int argc, char *argv[])
 			return ESV_EXIT_USAGE;
 		}
 	}
-	if (optind != argc || g.token_file == NULL) {
+	if (optind != argc || (g.token_file == NULL) == !g.no_token) {
 		usage(stderr);
 		return ESV_EXIT_USAGE;
 	}
-	load_token(token, sizeof(token), true);
+	/*
+	 * Without a token every session key comes from the empty one: any
+	 * client that reaches us can join any job, as with torch's c10d.
+	 */
+	if (g.no_token) {
+		token[0] = '\0';
+		warn_msg("--allow-no-token: joins are not authenticated: anyone "
+		    "who reaches this server can join a job or break its rounds");
+	} else
+		load_token(token, sizeof(token), true);
 	raise_nofile(&conf);
 	setup_loop();
 	g.srv = rdzv_server_new(&conf, &ops, token, mono_ms());
