@@ -1,3 +1,5 @@
+#include <sys/file.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -974,11 +976,28 @@ parse_cmdline(struct loadctx *ctx, int argc, char **argv)
 	return set_jobdir(ctx, jobdir);
 }
 
+/* Does an agent run in dir (its supervise/lock is held)? */
+static bool
+in_use(const char *dir)
+{
+	char path[PATH_MAX];
+	bool busy;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, ESV_LOCK) >=
+	    sizeof(path) || (fd = open(path, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return false;
+	busy = flock(fd, LOCK_SH | LOCK_NB) == -1 && errno == EWOULDBLOCK;
+	close(fd);
+	return busy;
+}
+
 /*
  * esv-run's job directory: $XDG_RUNTIME_DIR/esv/, else /run/esv/ for
- * root, else one of its own under $TMPDIR; in it, the run id, or for
- * torch's default id "none" a name of this process's, so that two such
- * jobs on a host do not share one.
+ * root, else one of its own under $TMPDIR; in it, the run id, or
+ * RUNID.PID for torch's default id "none" and when an agent already runs
+ * in RUNID (another node of the job on this host).
  */
 static int
 auto_jobdir(struct loadctx *ctx)
@@ -1003,13 +1022,33 @@ auto_jobdir(struct loadctx *ctx)
 		return fail(ctx, "the job directory's name is too long");
 	if (!cfg->dry_run && mkdir(base, 0700) == -1 && errno != EEXIST)
 		return fail(ctx, "%s: %s", base, strerror(errno));
-	if (strcmp(cfg->run_id, "none") == 0)
-		n = snprintf(dir, sizeof(dir), "%s/run-%d", base, (int)getpid());
-	else
-		n = snprintf(dir, sizeof(dir), "%s/%s", base, cfg->run_id);
+	if (strcmp(cfg->run_id, "none") == 0 || (n = snprintf(dir, sizeof(dir),
+	    "%s/%s", base, cfg->run_id), in_use(dir)))
+		/* Not ours alone: another node of the job on this host. */
+		n = snprintf(dir, sizeof(dir), "%s/%s.%d", base, cfg->run_id,
+		    (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(dir))
 		return fail(ctx, "%s/%s: name too long", base, cfg->run_id);
+	cfg->jobdir_auto = true;
 	return set_jobdir(ctx, dir);
+}
+
+int
+config_jobdir_taken(struct job_config *cfg)
+{
+	char dir[PATH_MAX];
+	const char *dot = strrchr(cfg->jobdir, '.');
+	char pid[24];
+	int n;
+
+	snprintf(pid, sizeof(pid), ".%d", (int)getpid());
+	if (!cfg->jobdir_auto || (dot != NULL && strcmp(dot, pid) == 0))
+		return -1;
+	n = snprintf(dir, sizeof(dir), "%s%s", cfg->jobdir, pid);
+	if (n < 0 || (size_t)n >= sizeof(cfg->jobdir))
+		return -1;
+	strlcpy(cfg->jobdir, dir, sizeof(cfg->jobdir));
+	return 0;
 }
 
 static char **

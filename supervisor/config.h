@@ -26,6 +26,7 @@ struct job_config {
 	char	 jobdir[PATH_MAX];
 	bool	 torchrun;		/* esv-run's command line (--torchrun) */
 	bool	 dry_run;		/* --dry-run: print the settings */
+	bool	 jobdir_auto;		/* esv-run made its name up */
 	char	 config_path[PATH_MAX];	/* JOBDIR/job.ini, may not exist */
 
 	/* What to run: entrypoint followed by its arguments, unsubstituted. */
@@ -110,6 +111,12 @@ int	config_load(struct job_config *cfg, int argc, char **argv,
 	    char **envp, char *err, size_t errlen);
 /* key=value a line: every option as read, the job directory, the command. */
 void	config_print(FILE *fp, const struct job_config *cfg);
+/*
+ * esv-run's job directory turned out to be in use (another node of the
+ * job on this host won the race for it): switch to JOBDIR.PID.  0, or -1
+ * if the directory was given, or already is that one.
+ */
+int	config_jobdir_taken(struct job_config *cfg);
 void	config_free(struct job_config *cfg);
 void	config_usage(FILE *fp);
 

@@ -143,7 +143,7 @@ fd_budget(struct supervisor *sv)
  * Every file below is opened relative to jobfd, never through a symlink.
  */
 static void
-open_control_dir(struct supervisor *sv)
+open_control_dir(struct supervisor *sv, struct job_config *cfg)
 {
 	const char *jd = sv->cfg->jobdir;
 	char why[512];
@@ -162,6 +162,17 @@ open_control_dir(struct supervisor *sv)
 	if (sv->lockfd == -1)
 		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_LOCK);
 	if (flock(sv->lockfd, LOCK_EX | LOCK_NB) == -1) {
+		char was[PATH_MAX];
+
+		strlcpy(was, jd, sizeof(was));
+		if (errno == EWOULDBLOCK && config_jobdir_taken(cfg) == 0) {
+			info_msg("%s is in use: job directory %s instead", was,
+			    cfg->jobdir);
+			close(sv->lockfd);
+			close(sv->jobfd);
+			open_control_dir(sv, cfg);
+			return;
+		}
 		if (errno == EWOULDBLOCK)
 			diex(ESV_EXIT_SYSTEM, "%s: another esv-supervise runs in this "
 			    "JOBDIR (%s is locked)", jd, ESV_LOCK);
@@ -379,7 +390,7 @@ main(int argc, char **argv)
 	resolve_python(&sv);
 	sv.job_name = cfg.argv[0];
 
-	open_control_dir(&sv);
+	open_control_dir(&sv, &cfg);
 	setup_loop(&sv);
 	hostname_start(&sv);
 	setup_rendezvous(&sv);

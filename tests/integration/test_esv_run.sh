@@ -33,7 +33,7 @@ assert_grep "$T/a.err" "--start-method spawn: ignored"
 # Where it ran: told, under XDG_RUNTIME_DIR/esv/, with torch's default id
 # "none" made unique by the agent's pid, which is esv-run's own (exec).
 jd=$(sed -n 's/^esv-supervise: job directory \([^ ]*\) .*/\1/p' "$T/a.err")
-assert_eq "$jd" "$XDG_RUNTIME_DIR/esv/run-$pid" "the job directory"
+assert_eq "$jd" "$XDG_RUNTIME_DIR/esv/none.$pid" "the job directory"
 assert_eq "$(kv "$jd/supervise/state" supervisor_pid)" "$pid" "the agent's pid is esv-run's"
 assert_eq "$(kv "$jd/supervise/state" state)" succeeded "the job's state"
 assert_grep_F "$T/a.err" "logs in $jd/logs"
