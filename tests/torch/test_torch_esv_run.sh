@@ -77,4 +77,11 @@ run spawn --start_method spawn --run_path --nproc_per_node 2 "$W" ||
     fail "--start_method spawn --run_path exited $?$(show stderr "$T/spawn.err")"
 sums spawn 2 3
 grep -q "start-method spawn: ignored" "$T/spawn.err" || fail "no note on --start_method$(show stderr "$T/spawn.err")"
+# Newer torch's --log-line-prefix-template and its local rank macro.
+run prefix --nproc_per_node 2 --tee 3 --log-line-prefix-template 'r${local_rank}>' "$W" ||
+    fail "--log-line-prefix-template exited $?$(show stderr "$T/prefix.err")"
+for k in 0 1; do
+	grep -q "^r$k>esv-test: RANK=$k .* sum=3\$" "$T/prefix.out" ||
+	    fail "no line prefixed r$k>$(show console "$T/prefix.out")"
+done
 finish
