@@ -722,6 +722,12 @@ load_ini(struct loadctx *ctx)
 	if (dfd == -1) {
 		if (errno == ENOENT)
 			return 0;
+		/* torchrun's habit: the script where esv wants JOBDIR. */
+		if (errno == ENOTDIR)
+			return fail(ctx, "%s: a file, not a job directory; to "
+			    "run a script as torchrun does, use esv-run "
+			    "(esv-run [options] %s [args])", ctx->cfg->jobdir,
+			    ctx->cfg->jobdir);
 		return fail(ctx, "%s: %s", ctx->cfg->jobdir, strerror(errno));
 	}
 	if (trust_check(dfd, ctx->cfg->jobdir, 0, why, sizeof(why)) == -1) {

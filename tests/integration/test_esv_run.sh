@@ -75,6 +75,9 @@ assert_rc 100 "$RUN" --nproc_per_node 0 "$T/w.sh"
 assert_eq "$(wc -l <"$T/err")" 1 "error lines"
 assert_rc 100 "$RUN" --no-such-option "$T/w.sh"
 assert_grep "$T/err" "no-such-option: unknown option"
+# torchrun's words typed to esv-supervise: pointed to esv-run.
+assert_rc 100 "$SUP" --nproc-per-node 2 "$T/w.sh"
+assert_grep "$T/err" "w.sh: a file, not a job directory; to run a script as torchrun does, use esv-run"
 assert_rc 0 "$RUN" --help
 assert_grep "$T/out" "esv-run"
 exit 0
