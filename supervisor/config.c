@@ -110,6 +110,8 @@ static int	set_master_addr(struct loadctx *, const struct option_def *,
 		    const char *, char *, size_t);
 static int	set_start_method(struct loadctx *, const struct option_def *,
 		    const char *, char *, size_t);
+static int	set_numa_binding(struct loadctx *, const struct option_def *,
+		    const char *, char *, size_t);
 
 #define FIELD(f)	offsetof(struct job_config, f), \
 			sizeof(((struct job_config *)NULL)->f)
@@ -179,6 +181,13 @@ static const struct option_def options[] = {
 	    FIELD(run_path), 0, 0, NULL },
 	{ "start_method", "start-method", 0, "PET_START_METHOD", NULL, K_FN,
 	    FIELD(start_method), 0, 0, set_start_method },
+	{ "event_log_handler", "event-log-handler", 0,
+	    "PET_EVENT_LOG_HANDLER", NULL, K_STR, FIELD(event_log_handler), 1,
+	    0, NULL },
+	{ "logs_specs", "logs-specs", 0, "PET_LOGS_SPECS", NULL, K_STR,
+	    FIELD(logs_specs), 1, 0, NULL },
+	{ "numa_binding", "numa-binding", 0, "PET_NUMA_BINDING", NULL, K_FN,
+	    FIELD(numa_binding), 0, 0, set_numa_binding },
 	{ "python", "python", 0, "PET_PYTHON", "PYTHON_EXEC", K_STR,
 	    FIELD(python), 1, 0, NULL },
 	{ "monitor_interval", "monitor-interval", 0, "PET_MONITOR_INTERVAL",
@@ -408,6 +417,27 @@ set_start_method(struct loadctx *ctx, const struct option_def *d,
 	}
 	strlcpy(ctx->cfg->start_method, v, sizeof(ctx->cfg->start_method));
 	return 0;
+}
+
+/* Newer torch's choices. */
+static int
+set_numa_binding(struct loadctx *ctx, const struct option_def *d,
+    const char *v, char *why, size_t whylen)
+{
+	static const char *const modes[] = { "node", "socket", "exclusive",
+		"core-complex" };
+	size_t i;
+
+	(void)d;
+	for (i = 0; i < NELEM(modes); i++)
+		if (strcmp(v, modes[i]) == 0) {
+			strlcpy(ctx->cfg->numa_binding, v,
+			    sizeof(ctx->cfg->numa_binding));
+			return 0;
+		}
+	snprintf(why, whylen, "%s: not node, socket, exclusive or core-complex",
+	    v);
+	return -1;
 }
 
 static int
@@ -1350,6 +1380,8 @@ config_usage(FILE *fp)
 "  -m, --module                     run the entrypoint as python3 -m\n"
 "  --run-path                       accepted: the script runs as python3 -u\n"
 "  --start-method spawn|fork|forkserver  accepted and ignored: workers are exec'd\n"
+"  --event-log-handler, --logs-specs NAME, --numa-binding MODE\n"
+"                                   newer torch's; accepted and noted, not applied\n"
 "  --python PATH                    the interpreter (python3)\n"
 "  --monitor-interval SECONDS       accepted for torchrun, unused\n"
 "  --shutdown-timeout DURATION      stop signal to SIGKILL (30s)\n"

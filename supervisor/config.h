@@ -39,6 +39,11 @@ struct job_config {
 					 * ours to runpy it in) */
 	char	 start_method[16];	/* torch's; accepted, workers are
 					 * always exec'd */
+	/* Newer torch's Python plugin points and NUMA binding: accepted,
+	 * noted, not applied (esv has no Python process to load them in). */
+	char	 event_log_handler[64];
+	char	 logs_specs[64];
+	char	 numa_binding[16];
 	char	 python[PATH_MAX];	/* $PYTHON_EXEC, else "python3" */
 
 	unsigned nproc_per_node;

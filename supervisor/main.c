@@ -369,6 +369,17 @@ main(int argc, char **argv)
 		info_msg("job directory %s (esv-ctl status %s), logs in %s%s",
 		    cfg.jobdir, cfg.jobdir, cfg.log_dir[0] != '\0' ? cfg.log_dir :
 		    cfg.jobdir, cfg.log_dir[0] != '\0' ? "" : "/" ESV_DEFAULT_LOG_DIR);
+	if (cfg.event_log_handler[0] != '\0' &&
+	    strcmp(cfg.event_log_handler, "null") != 0)
+		info_msg("--event-log-handler %s: ignored: a Python plugin; esv "
+		    "logs its events to %s/%s", cfg.event_log_handler, cfg.jobdir,
+		    ESV_EVENTS_FILE);
+	if (cfg.logs_specs[0] != '\0')
+		info_msg("--logs-specs %s: ignored: a Python plugin; esv's logs "
+		    "follow --log-dir, --redirects and --tee", cfg.logs_specs);
+	if (cfg.numa_binding[0] != '\0')
+		info_msg("--numa-binding %s: not applied by this version of esv",
+		    cfg.numa_binding);
 	if (cfg.start_method[0] != '\0')
 		info_msg("--start-method %s: ignored: every worker is exec'd, "
 		    "as torch does for a script", cfg.start_method);

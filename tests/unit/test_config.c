@@ -564,6 +564,16 @@ test_torchrun_parity(void **state)
 	assert_fails(f, load(f, "--start-method", "thread", "DIR", "t.py"),
 	    "--start-method: thread: not spawn, fork or forkserver");
 
+	/* Newer torch's: taken, checked where torch checks, noted at run. */
+	assert_int_equal(load(f, "--event_log_handler", "console",
+	    "--logs-specs", "mine", "--numa-binding", "core-complex", "DIR",
+	    "t.py"), 0);
+	assert_string_equal(cfg->event_log_handler, "console");
+	assert_string_equal(cfg->logs_specs, "mine");
+	assert_string_equal(cfg->numa_binding, "core-complex");
+	assert_fails(f, load(f, "--numa-binding", "all", "DIR", "t.py"),
+	    "--numa-binding: all: not node, socket, exclusive or core-complex");
+
 	/* Static: the endpoint is where rank 0's store listens... */
 	assert_int_equal(load(f, "--nnodes", "2", "--rdzv-endpoint",
 	    "h1:1234", "DIR", "t.py"), 0);
