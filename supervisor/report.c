@@ -24,6 +24,10 @@
 #include "supervise.h"
 #include "workerenv.h"
 
+/* The state files' keys, by their names in ctlschema.h. */
+#define JK(k)	ctl_job_key(JK_##k)
+#define WK(k)	ctl_worker_key(WK_##k)
+
 static const char *const worker_state_names[] = {
 	[W_STARTING] = ESV_WS_STARTING, [W_RUNNING] = ESV_WS_RUNNING,
 	[W_SUCCEEDED] = ESV_WS_SUCCEEDED, [W_FAILED] = ESV_WS_FAILED,
@@ -109,59 +113,59 @@ report_group(struct supervisor *sv)
 	report_runit(sv);
 	want = sv->want_exit ? "exit" : sv->want == 'd' ? "down" :
 	    sv->want == 'o' ? "once" : "up";
-	kv_add(&kb, ctl_job_key(JK_STATE), group_state_name(sv->state));
-	kv_add(&kb, ctl_job_key(JK_WANT), want);
-	kv_addf(&kb, ctl_job_key(JK_PAUSED), "%d", sv->paused);
-	kv_addf(&kb, ctl_job_key(JK_SINCE), "%.6f", sv->since);
-	kv_addf(&kb, ctl_job_key(JK_SUPERVISOR_PID), "%d", (int)getpid());
-	kv_addf(&kb, ctl_job_key(JK_ATTEMPT), "%u", sv->attempt);
-	kv_addf(&kb, ctl_job_key(JK_RESTART_COUNT), "%u", sv->restart_count);
-	kv_addf(&kb, ctl_job_key(JK_MAX_RESTARTS), "%u", cfg->max_restarts);
-	kv_addf(&kb, ctl_job_key(JK_MANUAL_RESTARTS), "%u", sv->manual_restarts);
-	kv_add(&kb, ctl_job_key(JK_RUN_ID), cfg->run_id);
-	kv_add(&kb, ctl_job_key(JK_ROLE), cfg->role);
-	kv_add(&kb, ctl_job_key(JK_RDZV_BACKEND), cfg->rdzv_backend);
+	kv_add(&kb, JK(STATE), group_state_name(sv->state));
+	kv_add(&kb, JK(WANT), want);
+	kv_addf(&kb, JK(PAUSED), "%d", sv->paused);
+	kv_addf(&kb, JK(SINCE), "%.6f", sv->since);
+	kv_addf(&kb, JK(SUPERVISOR_PID), "%d", (int)getpid());
+	kv_addf(&kb, JK(ATTEMPT), "%u", sv->attempt);
+	kv_addf(&kb, JK(RESTART_COUNT), "%u", sv->restart_count);
+	kv_addf(&kb, JK(MAX_RESTARTS), "%u", cfg->max_restarts);
+	kv_addf(&kb, JK(MANUAL_RESTARTS), "%u", sv->manual_restarts);
+	kv_add(&kb, JK(RUN_ID), cfg->run_id);
+	kv_add(&kb, JK(ROLE), cfg->role);
+	kv_add(&kb, JK(RDZV_BACKEND), cfg->rdzv_backend);
 	rdzv_status(&sv->rz, &rs);
-	kv_add(&kb, ctl_job_key(JK_RDZV_ENDPOINT), rs.endpoint);
-	kv_addf(&kb, ctl_job_key(JK_RDZV_CONNECTED), "%d", rs.connected);
+	kv_add(&kb, JK(RDZV_ENDPOINT), rs.endpoint);
+	kv_addf(&kb, JK(RDZV_CONNECTED), "%d", rs.connected);
 	if (sv->have_round)
-		kv_addf(&kb, ctl_job_key(JK_RDZV_ROUND), "%u", sv->round.round);
+		kv_addf(&kb, JK(RDZV_ROUND), "%u", sv->round.round);
 	else
-		kv_add(&kb, ctl_job_key(JK_RDZV_ROUND), "");
-	kv_addf(&kb, ctl_job_key(JK_RDZV_PARTICIPANTS), "%u", rs.participants);
-	kv_addf(&kb, ctl_job_key(JK_NODES_WAITING), "%u", rs.nodes_waiting);
-	kv_addf(&kb, ctl_job_key(JK_MEMBERSHIP_RESTARTS), "%u", sv->membership_restarts);
-	kv_add(&kb, ctl_job_key(JK_WATCHDOG_SOCKET), sv->wd_fifo_fd != -1 ? sv->wd_sock : "");
-	kv_addf(&kb, ctl_job_key(JK_TIMERS_EXPIRED), "%u", sv->timers_expired);
-	kv_addf(&kb, ctl_job_key(JK_FAILURES_EXIT), "%u", sv->failures_exit);
-	kv_addf(&kb, ctl_job_key(JK_FAILURES_SIGNAL), "%u", sv->failures_signal);
-	kv_addf(&kb, ctl_job_key(JK_FAILURES_EXEC), "%u", sv->failures_exec);
-	kv_addf(&kb, ctl_job_key(JK_FAILURES_SPAWN), "%u", sv->failures_spawn);
-	kv_addf(&kb, ctl_job_key(JK_EVENTS_LOST), "%u", sv->events_lost);
-	kv_addf(&kb, ctl_job_key(JK_LOG_LINES_LOST), "%u", sv->log_lines_lost);
-	kv_add(&kb, ctl_job_key(JK_HEALTH_LISTEN), sv->hd_where);
-	kv_addf(&kb, ctl_job_key(JK_GROUP_RANK), "%u", r->group_rank);
-	kv_addf(&kb, ctl_job_key(JK_GROUP_WORLD_SIZE), "%u", r->group_world_size);
-	kv_addf(&kb, ctl_job_key(JK_LOCAL_WORLD_SIZE), "%u", r->local_world_size);
-	kv_addf(&kb, ctl_job_key(JK_WORLD_SIZE), "%u", r->world_size);
-	kv_addf(&kb, ctl_job_key(JK_BASE_RANK), "%u", r->base_rank);
-	kv_add(&kb, ctl_job_key(JK_MASTER_ADDR), sv->round.master_addr);
+		kv_add(&kb, JK(RDZV_ROUND), "");
+	kv_addf(&kb, JK(RDZV_PARTICIPANTS), "%u", rs.participants);
+	kv_addf(&kb, JK(NODES_WAITING), "%u", rs.nodes_waiting);
+	kv_addf(&kb, JK(MEMBERSHIP_RESTARTS), "%u", sv->membership_restarts);
+	kv_add(&kb, JK(WATCHDOG_SOCKET), sv->wd_fifo_fd != -1 ? sv->wd_sock : "");
+	kv_addf(&kb, JK(TIMERS_EXPIRED), "%u", sv->timers_expired);
+	kv_addf(&kb, JK(FAILURES_EXIT), "%u", sv->failures_exit);
+	kv_addf(&kb, JK(FAILURES_SIGNAL), "%u", sv->failures_signal);
+	kv_addf(&kb, JK(FAILURES_EXEC), "%u", sv->failures_exec);
+	kv_addf(&kb, JK(FAILURES_SPAWN), "%u", sv->failures_spawn);
+	kv_addf(&kb, JK(EVENTS_LOST), "%u", sv->events_lost);
+	kv_addf(&kb, JK(LOG_LINES_LOST), "%u", sv->log_lines_lost);
+	kv_add(&kb, JK(HEALTH_LISTEN), sv->hd_where);
+	kv_addf(&kb, JK(GROUP_RANK), "%u", r->group_rank);
+	kv_addf(&kb, JK(GROUP_WORLD_SIZE), "%u", r->group_world_size);
+	kv_addf(&kb, JK(LOCAL_WORLD_SIZE), "%u", r->local_world_size);
+	kv_addf(&kb, JK(WORLD_SIZE), "%u", r->world_size);
+	kv_addf(&kb, JK(BASE_RANK), "%u", r->base_rank);
+	kv_add(&kb, JK(MASTER_ADDR), sv->round.master_addr);
 	if (sv->have_round)
-		kv_addf(&kb, ctl_job_key(JK_MASTER_PORT), "%u", sv->round.master_port);
+		kv_addf(&kb, JK(MASTER_PORT), "%u", sv->round.master_port);
 	else
-		kv_add(&kb, ctl_job_key(JK_MASTER_PORT), "");
-	add_pid_list(sv, &kb, ctl_job_key(JK_PIDS), false);
-	add_pid_list(sv, &kb, ctl_job_key(JK_PGIDS), true);
-	kv_add(&kb, ctl_job_key(JK_ATTEMPT_DIR), sv->attempt_dir);
+		kv_add(&kb, JK(MASTER_PORT), "");
+	add_pid_list(sv, &kb, JK(PIDS), false);
+	add_pid_list(sv, &kb, JK(PGIDS), true);
+	kv_add(&kb, JK(ATTEMPT_DIR), sv->attempt_dir);
 	if (sv->state == G_BACKOFF)
-		kv_addf(&kb, ctl_job_key(JK_NEXT_START), "%.3f", sv->next_start_wall / 1000.0);
+		kv_addf(&kb, JK(NEXT_START), "%.3f", sv->next_start_wall / 1000.0);
 	else
-		kv_add(&kb, ctl_job_key(JK_NEXT_START), "");
+		kv_add(&kb, JK(NEXT_START), "");
 	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
 	    sv->state == G_FINISHING)
-		kv_addf(&kb, ctl_job_key(JK_EXIT_CODE), "%d", sv->exit_code);
+		kv_addf(&kb, JK(EXIT_CODE), "%d", sv->exit_code);
 	else
-		kv_add(&kb, ctl_job_key(JK_EXIT_CODE), "");
+		kv_add(&kb, JK(EXIT_CODE), "");
 	if (kv_write_at(&kb, sv->jobfd, ESV_STATE) == -1)
 		warn_sys("unable to write %s/%s", cfg->jobdir, ESV_STATE);
 
@@ -212,30 +216,30 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	    sv->attemptfd == -1 || faccessat(sv->attemptfd, rel, F_OK,
 	    AT_SYMLINK_NOFOLLOW) != 0)
 		err[0] = '\0';
-	kv_add(&kb, ctl_worker_key(WK_STATE), worker_state_names[wk->state]);
-	kv_addf(&kb, ctl_worker_key(WK_LOCAL_RANK), "%u", wk->local_rank);
-	kv_addf(&kb, ctl_worker_key(WK_RANK), "%u", sv->round.ranks.base_rank + wk->local_rank);
-	kv_addf(&kb, ctl_worker_key(WK_ROLE_RANK), "%u",
+	kv_add(&kb, WK(STATE), worker_state_names[wk->state]);
+	kv_addf(&kb, WK(LOCAL_RANK), "%u", wk->local_rank);
+	kv_addf(&kb, WK(RANK), "%u", sv->round.ranks.base_rank + wk->local_rank);
+	kv_addf(&kb, WK(ROLE_RANK), "%u",
 	    sv->round.ranks.base_role_rank + wk->local_rank);
-	kv_addf(&kb, ctl_worker_key(WK_PID), "%d", (int)wk->last_pid);
-	kv_addf(&kb, ctl_worker_key(WK_PGID), "%d", (int)wk->last_pid);
-	kv_addf(&kb, ctl_worker_key(WK_ATTEMPT), "%u", sv->attempt);
-	kv_addf(&kb, ctl_worker_key(WK_RESTART_COUNT), "%u", sv->restart_count);
-	kv_addf(&kb, ctl_worker_key(WK_STARTED), "%.6f", wk->started);
+	kv_addf(&kb, WK(PID), "%d", (int)wk->last_pid);
+	kv_addf(&kb, WK(PGID), "%d", (int)wk->last_pid);
+	kv_addf(&kb, WK(ATTEMPT), "%u", sv->attempt);
+	kv_addf(&kb, WK(RESTART_COUNT), "%u", sv->restart_count);
+	kv_addf(&kb, WK(STARTED), "%.6f", wk->started);
 	if (gone) {
-		kv_addf(&kb, ctl_worker_key(WK_EXITED), "%.6f", wk->exited);
+		kv_addf(&kb, WK(EXITED), "%.6f", wk->exited);
 		if (wk->exitcode >= 0)
-			kv_addf(&kb, ctl_worker_key(WK_EXIT_CODE), "%d", wk->exitcode);
+			kv_addf(&kb, WK(EXIT_CODE), "%d", wk->exitcode);
 		else
-			kv_add(&kb, ctl_worker_key(WK_EXIT_CODE), "");
-		kv_add(&kb, ctl_worker_key(WK_SIGNAL), wk->exitcode < 0 ?
+			kv_add(&kb, WK(EXIT_CODE), "");
+		kv_add(&kb, WK(SIGNAL), wk->exitcode < 0 ?
 		    sig_name(-wk->exitcode) : "");
 	} else {
-		kv_add(&kb, ctl_worker_key(WK_EXITED), "");
-		kv_add(&kb, ctl_worker_key(WK_EXIT_CODE), "");
-		kv_add(&kb, ctl_worker_key(WK_SIGNAL), "");
+		kv_add(&kb, WK(EXITED), "");
+		kv_add(&kb, WK(EXIT_CODE), "");
+		kv_add(&kb, WK(SIGNAL), "");
 	}
-	kv_add(&kb, ctl_worker_key(WK_ERROR_FILE), err);
+	kv_add(&kb, WK(ERROR_FILE), err);
 	pathf(path, sizeof(path), "%s/state", dir);
 	if (kv_write_at(&kb, sv->jobfd, path) == -1)
 		warn_sys("unable to write %s/%s", sv->cfg->jobdir, path);
