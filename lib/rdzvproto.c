@@ -610,6 +610,18 @@ seal_mac(const char *line, size_t len, const uint8_t key[RDZV_KEY_LEN],
 }
 
 int
+rdzv_seal(char *buf, size_t len, const char *text,
+    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq)
+{
+	char mac[RDZV_MAC_LEN + 1];
+	int n;
+
+	seal_mac(text, strlen(text), key, dir, seq, mac);
+	n = snprintf(buf, len, "%s %s\n", text, mac);
+	return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+int
 rdzv_msg_format_sealed(char *buf, size_t len, const struct rdzv_msg *m,
     const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq)
 {

@@ -171,6 +171,13 @@ void	rdzv_session_key(const char *token, const char *snonce,
 int	rdzv_msg_format_sealed(char *buf, size_t len, const struct rdzv_msg *m,
 	    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq);
 /*
+ * Seal a line of any text the same way: "<text> <mac>\n" into buf.  Its
+ * length, or -1 if it does not fit.  For test peers that say what a
+ * parser would refuse.
+ */
+int	rdzv_seal(char *buf, size_t len, const char *text,
+	    const uint8_t key[RDZV_KEY_LEN], char dir, uint64_t seq);
+/*
  * Split a received sealed line (without '\n') into its text, left in
  * line, and its mac.  -1 if it does not end in " <64 hex digits>".
  */

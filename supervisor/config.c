@@ -1058,9 +1058,9 @@ auto_jobdir(struct loadctx *ctx)
 		return fail(ctx, "the job directory's name is too long");
 	if (!cfg->dry_run && mkdir(base, 0700) == -1 && errno != EEXIST)
 		return fail(ctx, "%s: %s", base, strerror(errno));
-	if (strcmp(cfg->run_id, "none") == 0 || (n = snprintf(dir, sizeof(dir),
-	    "%s/%s", base, cfg->run_id), in_use(dir)))
-		/* Not ours alone: another node of the job on this host. */
+	n = snprintf(dir, sizeof(dir), "%s/%s", base, cfg->run_id);
+	/* torch's default id, or another node of the job on this host. */
+	if (strcmp(cfg->run_id, "none") == 0 || in_use(dir))
 		n = snprintf(dir, sizeof(dir), "%s/%s.%d", base, cfg->run_id,
 		    (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(dir))

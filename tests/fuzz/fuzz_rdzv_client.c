@@ -213,16 +213,12 @@ say(const char *bytes, size_t n)
 static void
 say_sealed(const char *text)
 {
-	char msg[RDZV_LINE_MAX + 32], mac[RDZV_MAC_LEN + 1];
 	char line[RDZV_LINE_MAX + RDZV_SEAL_LEN + 2];
+	int n;
 
-	if (!s.keyed)
-		return;
-	snprintf(msg, sizeof(msg), "%c %llu %s", RDZV_TO_CLIENT,
-	    (unsigned long long)s.seq_out++, text);
-	rdzv_hmac_hex(s.key, RDZV_KEY_LEN, msg, mac);
-	snprintf(line, sizeof(line), "%s %s\n", text, mac);
-	say(line, strlen(line));
+	if (s.keyed && (n = rdzv_seal(line, sizeof(line), text, s.key,
+	    RDZV_TO_CLIENT, s.seq_out++)) > 0)
+		say(line, (size_t)n);
 }
 
 int

@@ -78,14 +78,12 @@ static void
 say_sealed(struct rdzv_server *srv, struct fconn *c, const char *text,
     long long now)
 {
-	char msg[RDZV_LINE_MAX + 32], mac[RDZV_MAC_LEN + 1];
 	char line[RDZV_LINE_MAX + RDZV_SEAL_LEN + 2];
+	int n;
 
-	snprintf(msg, sizeof(msg), "%c %llu %s", RDZV_TO_SERVER,
-	    (unsigned long long)c->seq_out++, text);
-	rdzv_hmac_hex(c->key, RDZV_KEY_LEN, msg, mac);
-	snprintf(line, sizeof(line), "%s %s\n", text, mac);
-	say(srv, c, line, strlen(line), now);
+	if ((n = rdzv_seal(line, sizeof(line), text, c->key, RDZV_TO_SERVER,
+	    c->seq_out++)) > 0)
+		say(srv, c, line, (size_t)n, now);
 }
 
 int

@@ -47,15 +47,24 @@ run standalone --standalone --nnodes 1 --nproc-per-node 2 "$W" ||
 sums standalone 2 3
 ranks 2 standalone
 
-P=$(free_port)
-for n in a b; do
-	run ft$n --nnodes 2 --nproc_per_node 1 --max_restarts 3 --rdzv_id ft \
-	    --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$P" "$W" &
-	BG_PIDS+=("$!")
-	eval "PID_$n=\$!"
-done
-wait "$PID_a" || fail "fault tolerant node a exited $?$(show stderr "$T/fta.err")"
-wait "$PID_b" || fail "fault tolerant node b exited $?$(show stderr "$T/ftb.err")"
+# two_nodes NAME ARGS...: nodes NAMEa and NAMEb of one c10d job at a free
+# port, at once, each with one worker; both must succeed.
+two_nodes() {
+	local name=$1 n pa pb
+	shift
+	P=$(free_port)
+	for n in a b; do
+		run "$name$n" --nproc_per_node 1 --max_restarts 3 \
+		    --rdzv_id "$name" --rdzv_backend c10d \
+		    --rdzv_endpoint "127.0.0.1:$P" "$@" "$W" &
+		BG_PIDS+=("$!")
+		[ $n = a ] && pa=$! || pb=$!
+	done
+	wait "$pa" || fail "$name node a exited $?$(show stderr "$T/${name}a.err")"
+	wait "$pb" || fail "$name node b exited $?$(show stderr "$T/${name}b.err")"
+}
+
+two_nodes ft --nnodes 2
 sums fta 1 3
 sums ftb 1 3
 ranks 2 fta ftb
@@ -65,16 +74,7 @@ da=$(sed -n 's/.*job directory \([^ ]*\).*/\1/p' "$T/fta.err" | tail -1)
 db=$(sed -n 's/.*job directory \([^ ]*\).*/\1/p' "$T/ftb.err" | tail -1)
 [ -n "$da" ] && [ "$da" != "$db" ] || fail "the two nodes' job directories: '$da' and '$db'"
 
-P=$(free_port)
-for n in a b; do
-	run el$n --nnodes 1:2 --nproc_per_node 1 --max_restarts 3 --rdzv_id el \
-	    --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$P" \
-	    --rdzv_conf last_call_timeout=3 "$W" &
-	BG_PIDS+=("$!")
-	eval "PID_$n=\$!"
-done
-wait "$PID_a" || fail "elastic node a exited $?$(show stderr "$T/ela.err")"
-wait "$PID_b" || fail "elastic node b exited $?$(show stderr "$T/elb.err")"
+two_nodes el --nnodes 1:2 --rdzv_conf last_call_timeout=3
 sums ela 1 3
 sums elb 1 3
 ranks 2 ela elb
