@@ -16,6 +16,20 @@ rdzv_conf_defaults(struct rdzv_conf *rc)
 	rc->last_call_ms = 30000;
 	rc->exit_barrier_ms = 300000;
 	rc->is_host = -1;
+	rc->lease_ttl_ms = 5000;
+	strlcpy(rc->prefix, "/esv", sizeof(rc->prefix));
+	strlcpy(rc->protocol, "http", sizeof(rc->protocol));
+}
+
+static int
+set_path(const char *key, const char *v, char *dst, size_t len, char *why,
+    size_t whylen)
+{
+	if (*v == '\0' || strlcpy(dst, v, len) >= len) {
+		snprintf(why, whylen, "%s: empty or too long", key);
+		return -1;
+	}
+	return 0;
 }
 
 /* torch's keys that mean nothing to esv's backend: accepted, unused. */
@@ -46,12 +60,37 @@ set_pair(struct rdzv_conf *rc, const char *key, const char *v, char *why,
 	bool b;
 	size_t i;
 
-	if (strcmp(key, "token_file") == 0) {
-		if (*v == '\0' || strlcpy(rc->token_file, v,
-		    sizeof(rc->token_file)) >= sizeof(rc->token_file)) {
-			snprintf(why, whylen, "token_file: empty or too long");
+	if (strcmp(key, "token_file") == 0)
+		return set_path(key, v, rc->token_file, sizeof(rc->token_file),
+		    why, whylen);
+	if (strcmp(key, "cacert") == 0)
+		return set_path(key, v, rc->cacert, sizeof(rc->cacert), why,
+		    whylen);
+	if (strcmp(key, "cert") == 0)
+		return set_path(key, v, rc->cert, sizeof(rc->cert), why,
+		    whylen);
+	if (strcmp(key, "key") == 0)
+		return set_path(key, v, rc->key, sizeof(rc->key), why, whylen);
+	if (strcmp(key, "prefix") == 0) {
+		if (v[0] != '/' || strchr(v, ' ') != NULL)
+			return snprintf(why, whylen, "prefix=%s: a key path "
+			    "beginning with /", v), -1;
+		return set_path(key, v, rc->prefix, sizeof(rc->prefix), why,
+		    whylen);
+	}
+	if (strcmp(key, "protocol") == 0) {
+		if (strcmp(v, "http") != 0 && strcmp(v, "https") != 0)
+			return snprintf(why, whylen, "protocol=%s: http or "
+			    "https", v), -1;
+		strlcpy(rc->protocol, v, sizeof(rc->protocol));
+		return 0;
+	}
+	if (strcmp(key, "lease_ttl") == 0) {
+		if (set_duration(key, v, &rc->lease_ttl_ms, why, whylen) == -1)
 			return -1;
-		}
+		if (rc->lease_ttl_ms < 1000 || rc->lease_ttl_ms > 3600000)
+			return snprintf(why, whylen, "lease_ttl=%s: not within "
+			    "1 s..1 h", v), -1;
 		return 0;
 	}
 	if (strcmp(key, "join_timeout") == 0)

@@ -14,6 +14,11 @@ struct rdzv_conf {
 	unsigned	last_call_ms;		/* after min nodes, default 30 s */
 	unsigned	exit_barrier_ms;	/* default 300 s; 0: none */
 	int		is_host;		/* -1 auto, 0 never, 1 always */
+	/* etcd */
+	unsigned	lease_ttl_ms;		/* default 5 s */
+	char		cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+	char		prefix[256];		/* default /esv */
+	char		protocol[8];		/* of HOST:PORT: http */
 };
 
 void	rdzv_conf_defaults(struct rdzv_conf *rc);

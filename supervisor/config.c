@@ -1165,6 +1165,62 @@ validate_static(struct loadctx *ctx)
 	return 0;
 }
 
+/*
+ * torch's etcd backends take HOST[:PORT] and rdzv_conf protocol=; etcd
+ * itself prints URLs: both are taken, and the helper gets URLs.  TLS
+ * files are checked now, not at the first join.
+ */
+static int
+validate_etcd(struct loadctx *ctx)
+{
+	struct job_config *cfg = ctx->cfg;
+	const char *files[] = { cfg->rdzv.cacert, cfg->rdzv.cert,
+	    cfg->rdzv.key }, *names[] = { "cacert", "cert", "key" };
+	char copy[sizeof(cfg->rdzv_endpoint)], *ep, *save, host[256], why[256];
+	char urls[sizeof(cfg->rdzv_endpoint)] = "";
+	unsigned port;
+	size_t i;
+
+	strlcpy(cfg->rdzv_backend, "etcd", sizeof(cfg->rdzv_backend));
+	if (cfg->rdzv.token_file[0] != '\0')
+		return fail(ctx, "rdzv_conf: token_file: the etcd backend "
+		    "authenticates to etcd with TLS (cacert=, cert=, key=)");
+	if (cfg->rdzv_endpoint[0] == '\0')
+		return fail(ctx, "rdzv_endpoint: required by the etcd backend "
+		    "(HOST:PORT or http(s)://HOST:PORT of etcd members, "
+		    "comma-separated)");
+	strlcpy(copy, cfg->rdzv_endpoint, sizeof(copy));
+	for (ep = strtok_r(copy, ",", &save); ep != NULL;
+	    ep = strtok_r(NULL, ",", &save)) {
+		if (urls[0] != '\0')
+			strlcat(urls, ",", sizeof(urls));
+		if (strncmp(ep, "http://", 7) == 0 ||
+		    strncmp(ep, "https://", 8) == 0) {
+			strlcat(urls, ep, sizeof(urls));
+			continue;
+		}
+		if (strstr(ep, "://") != NULL)
+			return fail(ctx, "rdzv_endpoint: %s: etcd is reached "
+			    "by http:// or https://", ep);
+		if (endpoint_parse(ep, 2379, host, sizeof(host), &port, why,
+		    sizeof(why)) == -1)
+			return fail(ctx, "rdzv_endpoint: %s", why);
+		snprintf(why, sizeof(why), strchr(host, ':') != NULL ?
+		    "%s://[%s]:%u" : "%s://%s:%u", cfg->rdzv.protocol, host,
+		    port);
+		if (strlcat(urls, why, sizeof(urls)) >= sizeof(urls))
+			return fail(ctx, "rdzv_endpoint: too long");
+	}
+	strlcpy(cfg->rdzv_endpoint, urls, sizeof(cfg->rdzv_endpoint));
+	if ((cfg->rdzv.cert[0] == '\0') != (cfg->rdzv.key[0] == '\0'))
+		return fail(ctx, "rdzv_conf: cert and key go together");
+	for (i = 0; i < NELEM(files); i++)
+		if (files[i][0] != '\0' && access(files[i], R_OK) == -1)
+			return fail(ctx, "rdzv_conf: %s=%s: %s", names[i],
+			    files[i], strerror(errno));
+	return 0;
+}
+
 /* c10d is torchrun's default dynamic backend: esv-rdzv plays its part. */
 static int
 validate_rdzv(struct loadctx *ctx)
@@ -1179,9 +1235,16 @@ validate_rdzv(struct loadctx *ctx)
 		strlcpy(cfg->rdzv_backend, "esv", sizeof(cfg->rdzv_backend));
 	if (strcmp(cfg->rdzv_backend, "static") == 0)
 		return validate_static(ctx);
+	if (strcmp(cfg->rdzv_backend, "etcd") == 0 ||
+	    strcmp(cfg->rdzv_backend, "etcd-v2") == 0)
+		return validate_etcd(ctx);
 	if (strcmp(cfg->rdzv_backend, "esv") != 0)
 		return fail(ctx, "rdzv_backend: %s: not available in this "
-		    "version (static, esv or c10d)", cfg->rdzv_backend);
+		    "version (static, esv, c10d or etcd)", cfg->rdzv_backend);
+	if (cfg->rdzv.cacert[0] != '\0' || cfg->rdzv.cert[0] != '\0' ||
+	    cfg->rdzv.key[0] != '\0')
+		return fail(ctx, "rdzv_conf: cacert, cert and key are for the "
+		    "etcd backend; esv-rdzv authenticates with token_file");
 	if (!cfg->standalone) {
 		if (cfg->rdzv_endpoint[0] == '\0')
 			return fail(ctx, "rdzv_endpoint: required by the esv "

@@ -57,7 +57,7 @@ struct job_config {
 	char	 role[64];
 	char	 run_id[128];
 	char	 rdzv_backend[32];	/* "static" or "esv" ("c10d" = esv) */
-	char	 rdzv_endpoint[256];
+	char	 rdzv_endpoint[1024];
 	char	 rdzv_conf[1024];
 	bool	 standalone;
 	/* Parsed from the two above (esv backend). */

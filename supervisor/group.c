@@ -814,6 +814,7 @@ kill_adopted(struct supervisor *sv)
 	for (i = 0; i < n; i++)
 		if (pids[i] > 1 && pids[i] != sv->guardian_pid &&
 		    pids[i] != rs.host_pid && pids[i] != rs.lookup_pid &&
+		    pids[i] != rs.helper_pid &&
 		    pids[i] != sv->wd_pid &&
 		    pids[i] != sv->hd_pid && pids[i] != sv->host_pid &&
 		    !inherited(sv, pids[i], false))

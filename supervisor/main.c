@@ -303,6 +303,7 @@ setup_rendezvous(struct supervisor *sv)
 	    .nproc_per_node = cfg->nproc_per_node,
 	    .nnodes_min = cfg->nnodes_min, .nnodes_max = cfg->nnodes_max,
 	    .node_rank = cfg->node_rank, .rdzv_host = cfg->rdzv_host,
+	    .rdzv_endpoints = cfg->rdzv_endpoint,
 	    .rdzv_port = cfg->rdzv_port, .rdzv = cfg->rdzv,
 	    .local_addr = cfg->local_addr, .master_addr = cfg->master_addr,
 	    .master_port = cfg->master_port,

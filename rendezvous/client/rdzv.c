@@ -9,10 +9,12 @@
 
 extern const struct rdzv_backend rdzv_static_backend;
 extern const struct rdzv_backend rdzv_esv_backend;
+extern const struct rdzv_backend rdzv_etcd_backend;
 
 static const struct rdzv_backend *const backends[] = {
 	&rdzv_static_backend,
 	&rdzv_esv_backend,
+	&rdzv_etcd_backend,
 };
 
 int

@@ -1,6 +1,7 @@
 /*
  * The rendezvous as esv-supervise sees it: one interface, several backends
- * ("static", and "esv" talking to esv-rdzv; "etcd" slots in later).
+ * ("static"; "esv" talking to esv-rdzv; "etcd" talking to etcd through
+ * esv-rdzv-etcd, with esv-rdzv's protocol).
  *
  * A round is asynchronous: rdzv_join() starts it, and the backend calls
  * the done callback from the supervisor's event loop when the round
@@ -27,12 +28,13 @@
  * its configuration (esv-job.ini(5)), and it must outlive the rendezvous.
  */
 struct rdzv_params {
-	const char	*rdzv_backend;	/* "static" or "esv" */
+	const char	*rdzv_backend;	/* "static", "esv" or "etcd" */
 	const char	*run_id, *role;
 	unsigned	 nproc_per_node;
 	unsigned	 nnodes_min, nnodes_max;
 	unsigned	 node_rank;		/* static */
 	const char	*rdzv_host;		/* esv: the endpoint */
+	const char	*rdzv_endpoints;	/* etcd: URL[,URL...] */
 	unsigned	 rdzv_port;
 	struct rdzv_conf rdzv;
 	const char	*local_addr;		/* "": the address that reaches
@@ -71,6 +73,7 @@ struct rdzv_status {
 	unsigned	participants;	/* joined the round being gathered */
 	pid_t		host_pid;	/* esv-rdzv child we host, or 0 */
 	pid_t		lookup_pid;	/* a name lookup's child, or 0 */
+	pid_t		helper_pid;	/* esv-rdzv-etcd, or 0 */
 };
 
 struct rdzv_backend {

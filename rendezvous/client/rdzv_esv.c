@@ -16,13 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "msg.h"
+#include "progpath.h"
 #include "rdzv.h"
 #include "rdzv_host.h"
 #include "rdzvproto.h"
@@ -49,6 +52,12 @@ struct esv {
 	char			 endpoint[300];
 	bool			 may_host;
 	pid_t			 host_pid;
+	/*
+	 * The etcd backend: the same protocol to esv-rdzv-etcd, a child on
+	 * the other end of a socketpair, which speaks to etcd for us.
+	 */
+	bool			 via_helper;
+	pid_t			 helper_pid;
 	/* The endpoint's addresses, looked up anew for every connection. */
 	struct lookup_answer	 peer;
 	unsigned		 peer_next;
@@ -147,8 +156,34 @@ send_msg(struct esv *e, const struct rdzv_msg *m)
 	flush_out(e);
 }
 
+/*
+ * The address our packets to a would leave from: a UDP socket connected
+ * there sends nothing, but the kernel picks the route and the source.
+ */
+static void
+route_to(const struct lookup_answer *a, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	void *ad;
+	int fd;
+
+	buf[0] = '\0';
+	if (a->n == 0 || (fd = socket(a->addr[0].ss_family, SOCK_DGRAM |
+	    SOCK_CLOEXEC, 0)) == -1)
+		return;
+	if (connect(fd, (const struct sockaddr *)&a->addr[0], a->len[0]) ==
+	    0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		ad = ss.ss_family == AF_INET6 ?
+		    (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+		    (void *)&((struct sockaddr_in *)&ss)->sin_addr;
+		inet_ntop(ss.ss_family, ad, buf, len);
+	}
+	close(fd);
+}
+
 /* MASTER_ADDR as the other nodes reach us: the address that reaches the
- * server, unless local_addr says otherwise. */
+ * server (for etcd: its first member), unless local_addr says otherwise. */
 static void
 pick_master(struct esv *e)
 {
@@ -159,6 +194,8 @@ pick_master(struct esv *e)
 
 	if (e->cfg->local_addr[0] != '\0')
 		strlcpy(e->my_addr, e->cfg->local_addr, sizeof(e->my_addr));
+	else if (e->via_helper)
+		route_to(&e->peer, e->my_addr, sizeof(e->my_addr));
 	else if (getsockname(e->w.fd, (struct sockaddr *)&ss, &sl) == 0) {
 		a = ss.ss_family == AF_INET6 ?
 		    (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
@@ -242,6 +279,17 @@ conn_lost(struct esv *e, const char *why)
 	unsigned jitter;
 
 	conn_close(e);
+	if (e->via_helper && e->want == W_RUNNING) {
+		/*
+		 * esv-rdzv-etcd revokes the lease on its way out: the other
+		 * nodes go on without ours, whose workers are stale now.
+		 */
+		warn_msg("rendezvous: esv-rdzv-etcd lost (%s): stopping the "
+		    "workers, joining again", why);
+		e->want = W_NOTHING;
+		e->rz->cb.membership_changed(e->rz->cb.ctx);
+		return;
+	}
 	if (!e->outage_logged)
 		warn_msg("rendezvous: connection to %s lost (%s): workers keep "
 		    "running, reconnecting", e->endpoint, why);
@@ -663,12 +711,81 @@ on_lookup(struct watch *w, uint32_t events)
  * child first (lookup.h), since DNS may take seconds the loop has not
  * got, and anew for every connection, so that a moved server is found.
  */
+/* The etcd backend's "connection": a fresh esv-rdzv-etcd. */
+static void
+helper_start(struct esv *e)
+{
+	const struct rdzv_conf *rc = &e->cfg->rdzv;
+	char path[PATH_MAX], ttl[32];
+	char *argv[20];
+	int a = 0, sv[2], r;
+
+	if (e->helper_pid != 0) {
+		/* The last one revokes its lease first: its pid is ours yet. */
+		e->reconnect_at = mono_ms() + BACKOFF_MIN_MS;
+		rearm(e);
+		return;
+	}
+	prog_path("esv-rdzv-etcd", "rendezvous", "ESV_RDZV_ETCD", path,
+	    sizeof(path));
+	snprintf(ttl, sizeof(ttl), "%ums", rc->lease_ttl_ms);
+	argv[a++] = path;
+	argv[a++] = "--endpoints";
+	argv[a++] = (char *)e->cfg->rdzv_endpoints;
+	argv[a++] = "--run-id";
+	argv[a++] = (char *)e->cfg->run_id;
+	argv[a++] = "--prefix";
+	argv[a++] = (char *)rc->prefix;
+	argv[a++] = "--lease-ttl";
+	argv[a++] = ttl;
+	if (rc->cacert[0] != '\0') {
+		argv[a++] = "--cacert";
+		argv[a++] = (char *)rc->cacert;
+	}
+	if (rc->cert[0] != '\0') {
+		argv[a++] = "--cert";
+		argv[a++] = (char *)rc->cert;
+		argv[a++] = "--key";
+		argv[a++] = (char *)rc->key;
+	}
+	argv[a] = NULL;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+	    sv) == -1) {
+		conn_lost(e, strerror(errno));
+		return;
+	}
+	r = prog_spawn(argv, sv[1], true, &e->helper_pid);
+	close(sv[1]);
+	if (r != 0) {
+		close(sv[0]);
+		e->helper_pid = 0;
+		warn_msg("rendezvous: %s: %s", path, strerror(r));
+		conn_lost(e, "esv-rdzv-etcd did not start");
+		return;
+	}
+	e->w.fd = sv[0];
+	e->conn = C_GREETING;
+	if (loop_add(e->rz->loop, &e->w, EPOLLIN) == -1) {
+		r = errno;
+		close(sv[0]);
+		e->conn = C_DOWN;
+		conn_lost(e, strerror(r));
+		return;
+	}
+	e->last_rx = mono_ms();
+	rearm(e);
+}
+
 static void
 conn_start(struct esv *e)
 {
 	int fd;
 
 	e->reconnect_at = 0;
+	if (e->via_helper) {
+		helper_start(e);
+		return;
+	}
 	if (lookup_numeric(e->host, e->port, &e->peer)) {
 		conn_connect(e);
 		return;
@@ -780,22 +897,23 @@ on_timer(struct watch *w, uint32_t events)
 	rearm(e);
 }
 
-static int
-esv_open(struct rdzv *rz, char *err, size_t errlen)
+/* What both backends of this file need. */
+static struct esv *
+esv_new(struct rdzv *rz, char *err, size_t errlen)
 {
 	const struct rdzv_params *cfg = rz->cfg;
 	struct esv *e;
 	char hn[256];
 
 	if (!rdzv_name_ok(cfg->run_id) || !rdzv_name_ok(cfg->role)) {
-		snprintf(err, errlen, "rdzv_id %s, role %s: names for esv-rdzv "
-		    "are 1-%d characters of A-Z a-z 0-9 . _ : @ + -",
+		snprintf(err, errlen, "rdzv_id %s, role %s: names for the "
+		    "rendezvous are 1-%d characters of A-Z a-z 0-9 . _ : @ + -",
 		    cfg->run_id, cfg->role, RDZV_NAME_MAX);
-		return -1;
+		return NULL;
 	}
 	if ((e = calloc(1, sizeof(*e))) == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return NULL;
 	}
 	rz->priv = e;
 	e->rz = rz;
@@ -810,7 +928,7 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 	    loop_add(rz->loop, &e->tw, EPOLLIN) == -1) {
 		snprintf(err, errlen, "unable to create a timer: %s",
 		    strerror(errno));
-		return -1;
+		return NULL;
 	}
 	if (gethostname(hn, sizeof(hn)) == -1 || !rdzv_name_ok(hn))
 		strlcpy(hn, "node", sizeof(hn));
@@ -819,6 +937,17 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 	if ((size_t)snprintf(e->node_id, sizeof(e->node_id), "%.100s_%d_0", hn,
 	    (int)getpid()) >= sizeof(e->node_id))
 		strlcpy(e->node_id, "node", sizeof(e->node_id));
+	return e;
+}
+
+static int
+esv_open(struct rdzv *rz, char *err, size_t errlen)
+{
+	const struct rdzv_params *cfg = rz->cfg;
+	struct esv *e;
+
+	if ((e = esv_new(rz, err, errlen)) == NULL)
+		return -1;
 	if (cfg->standalone) {
 		if (pathf(e->token_path, sizeof(e->token_path), "%s/%s",
 		    cfg->jobdir, ESV_RDZV_TOKEN) == -1 ||
@@ -909,6 +1038,7 @@ esv_status(struct rdzv *rz, struct rdzv_status *st)
 	st->participants = e->participants;
 	st->host_pid = e->host_pid;
 	st->lookup_pid = e->lookup_pid;
+	st->helper_pid = e->helper_pid;
 }
 
 static bool
@@ -922,12 +1052,42 @@ esv_child_exited(struct rdzv *rz, pid_t pid, int status)
 		e->lookup_pid = 0;
 		return true;
 	}
+	if (pid == e->helper_pid) {
+		if (status != 0)
+			warn_msg("rendezvous: esv-rdzv-etcd (pid %d) exited "
+			    "(status 0x%x)", (int)pid, status);
+		e->helper_pid = 0;
+		return true;
+	}
 	if (pid != e->host_pid)
 		return false;
 	warn_msg("rendezvous: hosted esv-rdzv (pid %d) exited (status 0x%x)",
 	    (int)e->host_pid, status);
 	e->host_pid = 0;
 	return true;
+}
+
+/*
+ * The loop is over: wait, a bounded while, for esv-rdzv-etcd to write
+ * the CLOSE and revoke the lease (it gives up after 3 s), so that the
+ * job is out of etcd when the supervisor's exit says it is over, and no
+ * process of ours outlives it.
+ */
+static void
+helper_wait(struct esv *e)
+{
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
+	long long deadline = mono_ms() + 4000;
+
+	while (waitpid(e->helper_pid, NULL, WNOHANG) == 0) {
+		if (mono_ms() >= deadline) {
+			kill(e->helper_pid, SIGKILL);
+			waitpid(e->helper_pid, NULL, 0);
+			break;
+		}
+		nanosleep(&pause, NULL);
+	}
+	e->helper_pid = 0;
 }
 
 static void
@@ -941,6 +1101,8 @@ esv_close(struct rdzv *rz, bool job_over)
 	if (job_over)
 		send_msg(e, &m);
 	conn_close(e);
+	if (e->helper_pid != 0)
+		helper_wait(e);
 	/* A private server serves nobody else; a hosted one, the others. */
 	if (e->cfg->standalone && e->host_pid != 0)
 		kill(e->host_pid, SIGTERM);
@@ -950,6 +1112,46 @@ esv_close(struct rdzv *rz, bool job_over)
 	free(e);
 	rz->priv = NULL;
 }
+
+/*
+ * etcd: the first member's address is looked up now, before the loop
+ * runs, for the route MASTER_ADDR is taken from; esv-rdzv-etcd's curl
+ * resolves names on its own thread.
+ */
+static int
+etcd_open(struct rdzv *rz, char *err, size_t errlen)
+{
+	const struct rdzv_params *cfg = rz->cfg;
+	char first[300], host[256], why[256];
+	const char *hs;
+	unsigned port;
+	struct esv *e;
+
+	if ((e = esv_new(rz, err, errlen)) == NULL)
+		return -1;
+	e->via_helper = true;
+	e->token[0] = '\0';
+	strlcpy(e->endpoint, cfg->rdzv_endpoints, sizeof(e->endpoint));
+	strlcpy(first, cfg->rdzv_endpoints, sizeof(first));
+	first[strcspn(first, ",")] = '\0';
+	hs = strstr(first, "://") != NULL ? strstr(first, "://") + 3 : first;
+	((char *)hs)[strcspn(hs, "/")] = '\0';
+	if (cfg->local_addr[0] == '\0' && endpoint_parse(hs, 2379, host,
+	    sizeof(host), &port, why, sizeof(why)) == 0)
+		lookup_now(host, port, &e->peer);
+	return 0;
+}
+
+const struct rdzv_backend rdzv_etcd_backend = {
+	.name = "etcd",
+	.open = etcd_open,
+	.join = esv_join,
+	.leave = esv_leave,
+	.barrier = esv_barrier,
+	.status = esv_status,
+	.child_exited = esv_child_exited,
+	.close = esv_close,
+};
 
 const struct rdzv_backend rdzv_esv_backend = {
 	.name = "esv",

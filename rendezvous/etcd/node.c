@@ -1,0 +1,1482 @@
+/*
+ * The keys of job J, under P = <prefix>/J/ (esv-rdzv-etcd(8)):
+ *
+ *	state			{"round","status":"open|running|closed",
+ *				 "min","max","last_call_ms","expect":[ids]}
+ *	r/R/join/<node>		lease: the node is in round R
+ *	r/R/seq			touched by every join: one revision to compare
+ *	r/R/lastcall		its own lease, kept alive by nobody: the
+ *				 last call of round R is open while it exists
+ *	r/R/result		{"members":[{id,nproc,role,addr,port}]}, by id
+ *	r/R/exit/<node>		lease: the node's group finished round R
+ *	waiting/<node>		lease: the node waits for room
+ *
+ * Liveness is the lease alone: a node that dies loses its keys when etcd
+ * expires its lease, one that leaves revokes it.  No clock of one host is
+ * ever compared with another's.
+ */
+#include <sys/tree.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* libbsd's tree.h marks its static functions __unused, which glibc
+ * leaves undefined (it has struct members of that name). */
+#ifndef __unused
+#define __unused	__attribute__((__unused__))
+#endif
+
+#include "msg.h"
+#include "node.h"
+#include "ranks.h"
+
+#define RECOVERY_MS	5000	/* a restarted round waits its members */
+#define WATCH_RETRY_MS	200
+#define SHUTDOWN_MS	3000	/* to revoke the lease on the way out */
+#define MAX_MEMBERS	8192
+
+struct kv {
+	RB_ENTRY(kv)	 entry;
+	char		*key;		/* relative to the prefix */
+	char		*val;
+	long long	 create, mod, lease;
+};
+
+static int
+kv_cmp(const struct kv *a, const struct kv *b)
+{
+	return strcmp(a->key, b->key);
+}
+
+RB_HEAD(kvtree, kv);
+RB_GENERATE_STATIC(kvtree, kv, entry, kv_cmp)
+
+enum status { ST_OPEN, ST_RUNNING, ST_CLOSED };
+
+struct state {
+	bool		 present;
+	long long	 mod;
+	unsigned	 round;
+	enum status	 status;
+	unsigned	 min, max, last_call_ms;
+	json_t		*expect;	/* array of ids, or NULL */
+	json_t		*doc;
+};
+
+struct member {
+	const char	*id, *role, *addr;
+	unsigned	 nproc, port;
+};
+
+struct result {
+	json_t		*doc;
+	struct member	*m;
+	unsigned	 n;
+};
+
+enum phase {
+	PH_IDLE,	/* waiting for a JOIN */
+	PH_JOINING,	/* wants a round >= target */
+	PH_REATTACH,	/* a supervisor back with a round it runs */
+	PH_RUNNING,	/* runs round cur */
+	PH_BARRIER,	/* finished round cur, waits for the others */
+};
+
+typedef void	then_fn(struct node *, bool succeeded);
+
+struct node {
+	struct etcd		*e;
+	struct loop		*lp;
+	struct node_ops		 ops;
+	char			 prefix[512];
+	unsigned		 ttl_ms;
+
+	long long		 lease;		/* 0: none yet */
+	bool			 lease_asked;
+	bool			 keepalive_asked;
+	long long		 lease_ok_at;	/* last proof it lives */
+	long long		 lease_sent_at;
+
+	struct kvtree		 kvs;
+	long long		 rev;		/* of the copy */
+	long long		 need_rev;	/* decide once rev gets here */
+	bool			 ready;
+	bool			 ranging;
+	struct etcd_stream	*watch;
+	long long		 watch_at;	/* reopen it then; 0: open */
+	long long		 lastcall_gone;	/* round whose lastcall expired */
+
+	struct watch		 timer;
+	bool			 busy;		/* a write in flight */
+	bool			 stale;		/* lost a race: wait for news */
+	long long		 stale_at;
+	bool			 close_wanted;	/* CLOSE to write */
+	bool			 doubt_logged;
+	then_fn			*then;
+
+	enum phase		 phase;
+	struct rdzv_join	 me;
+	unsigned		 target, cur, group_rank;
+	unsigned		 told_joined;	/* round + 1 */
+	long long		 told_waiting;	/* -1: nothing told */
+	bool			 shutting;
+	long long		 shutdown_by;
+	bool			 gone;
+};
+
+static void	evaluate(struct node *);
+static void	rearm(struct node *);
+static void	shutdown_step(struct node *);
+
+/* ---- the copy of the job's keys ---- */
+
+static struct kv *
+kv_get(struct node *n, const char *key)
+{
+	struct kv k = { .key = (char *)key };
+
+	return RB_FIND(kvtree, &n->kvs, &k);
+}
+
+static struct kv *
+kv_getf(struct node *n, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static struct kv *
+kv_getf(struct node *n, const char *fmt, ...)
+{
+	char key[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	return kv_get(n, key);
+}
+
+static void
+kv_del(struct node *n, struct kv *kv)
+{
+	RB_REMOVE(kvtree, &n->kvs, kv);
+	free(kv->key);
+	free(kv->val);
+	free(kv);
+}
+
+static void
+kv_clear(struct node *n)
+{
+	struct kv *kv, *next;
+
+	RB_FOREACH_SAFE(kv, kvtree, &n->kvs, next)
+		kv_del(n, kv);
+}
+
+/* How many keys begin with pfx. */
+static unsigned
+kv_count(struct node *n, const char *pfx)
+{
+	struct kv k = { .key = (char *)pfx }, *kv;
+	size_t len = strlen(pfx);
+	unsigned c = 0;
+
+	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
+	    strncmp(kv->key, pfx, len) == 0; kv = RB_NEXT(kvtree, &n->kvs, kv))
+		c++;
+	return c;
+}
+
+/* Apply one kv of a range or a watch event; del: it was deleted. */
+static void
+apply(struct node *n, json_t *jkv, bool del)
+{
+	char key[1024], val[4096];
+	size_t plen = strlen(n->prefix);
+	struct kv *kv;
+	unsigned round;
+	int vlen;
+
+	if (etcd_unb64(json_object_get(jkv, "key"), key, sizeof(key)) < 0 ||
+	    strncmp(key, n->prefix, plen) != 0) {
+		warn_msg("etcd: a key outside %s or not base64: ignored",
+		    n->prefix);
+		return;
+	}
+	kv = kv_get(n, key + plen);
+	if (del) {
+		if (kv != NULL)
+			kv_del(n, kv);
+		if (sscanf(key + plen, "r/%u/lastcall", &round) == 1 &&
+		    strcmp(strrchr(key, '/'), "/lastcall") == 0)
+			n->lastcall_gone = round;
+		return;
+	}
+	if ((vlen = etcd_unb64(json_object_get(jkv, "value"), val,
+	    sizeof(val))) < 0) {
+		warn_msg("etcd: %s%s: value not base64 or over %zu bytes: "
+		    "ignored", n->prefix, key + plen, sizeof(val) - 1);
+		return;
+	}
+	if (kv == NULL) {
+		if ((kv = calloc(1, sizeof(*kv))) == NULL ||
+		    (kv->key = strdup(key + plen)) == NULL) {
+			free(kv);
+			warn_sys("etcd: %s", key);
+			return;
+		}
+		RB_INSERT(kvtree, &n->kvs, kv);
+	}
+	free(kv->val);
+	kv->val = strdup(val);
+	if (etcd_int(jkv, "create_revision", &kv->create) == -1 ||
+	    etcd_int(jkv, "mod_revision", &kv->mod) == -1 ||
+	    etcd_int(jkv, "lease", &kv->lease) == -1)
+		warn_msg("etcd: %s%s: a revision or lease that is not an "
+		    "int64", n->prefix, key + plen);
+}
+
+static bool
+header_rev(json_t *reply, long long *rev)
+{
+	return etcd_int(json_object_get(reply, "header"), "revision", rev) ==
+	    0 && *rev > 0;
+}
+
+/* ---- parsed documents ---- */
+
+static void
+state_read(struct node *n, struct state *st)
+{
+	struct kv *kv = kv_get(n, "state");
+	json_error_t je;
+	const char *status = "";
+	json_int_t round = 0, min = 0, max = 0, lc = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (kv == NULL)
+		return;
+	if ((st->doc = json_loads(kv->val, 0, &je)) == NULL ||
+	    json_unpack_ex(st->doc, &je, 0, "{s:I, s:s, s:I, s:I, s:I}",
+	    "round", &round, "status", &status, "min", &min, "max", &max,
+	    "last_call_ms", &lc) == -1 || round < 0 || round > 1000000000 ||
+	    min < 1 || max < min || max > MAX_MEMBERS || lc < 0) {
+		warn_msg("etcd: %sstate: %s: not a state esv wrote; ignored",
+		    n->prefix, st->doc == NULL ? je.text : "bad fields");
+		json_decref(st->doc);
+		st->doc = NULL;
+		return;
+	}
+	st->present = true;
+	st->mod = kv->mod;
+	st->round = round;
+	st->status = strcmp(status, "running") == 0 ? ST_RUNNING :
+	    strcmp(status, "closed") == 0 ? ST_CLOSED : ST_OPEN;
+	st->min = min;
+	st->max = max;
+	st->last_call_ms = lc;
+	st->expect = json_object_get(st->doc, "expect");
+	if (!json_is_array(st->expect))
+		st->expect = NULL;
+}
+
+static void
+state_done(struct state *st)
+{
+	json_decref(st->doc);
+}
+
+static bool
+result_read(struct node *n, unsigned round, struct result *res)
+{
+	struct kv *kv = kv_getf(n, "r/%u/result", round);
+	json_t *arr, *m;
+	json_int_t nproc, port;
+	json_error_t je;
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	if (kv == NULL)
+		return false;
+	if ((res->doc = json_loads(kv->val, 0, &je)) == NULL ||
+	    !json_is_array(arr = json_object_get(res->doc, "members")) ||
+	    json_array_size(arr) == 0 || json_array_size(arr) > MAX_MEMBERS ||
+	    (res->m = calloc(json_array_size(arr), sizeof(*res->m))) == NULL)
+		goto bad;
+	json_array_foreach(arr, i, m) {
+		if (json_unpack_ex(m, &je, 0, "{s:s, s:s, s:s, s:I, s:I}",
+		    "id", &res->m[i].id, "role", &res->m[i].role, "addr",
+		    &res->m[i].addr, "nproc", &nproc, "port", &port) == -1 ||
+		    nproc < 1 || nproc > 4096 || port < 0 || port > 65535)
+			goto bad;
+		res->m[i].nproc = nproc;
+		res->m[i].port = port;
+	}
+	res->n = json_array_size(arr);
+	return true;
+bad:
+	warn_msg("etcd: %sr/%u/result: not a result esv wrote; ignored",
+	    n->prefix, round);
+	free(res->m);
+	json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
+	return false;
+}
+
+static void
+result_done(struct result *res)
+{
+	free(res->m);
+	json_decref(res->doc);
+}
+
+static int
+result_find(const struct result *res, const char *id)
+{
+	unsigned i;
+
+	for (i = 0; i < res->n; i++)
+		if (strcmp(res->m[i].id, id) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ---- writes ---- */
+
+static json_t *
+b64key(struct node *n, const char *rel)
+{
+	char key[1024];
+
+	snprintf(key, sizeof(key), "%s%s", n->prefix, rel);
+	return etcd_b64(key, strlen(key));
+}
+
+static json_t *
+op_put(struct node *n, const char *rel, const char *val, bool leased)
+{
+	json_t *put = json_pack("{s:o, s:o}", "key", b64key(n, rel), "value",
+	    etcd_b64(val, strlen(val)));
+	char id[32];
+
+	if (leased) {
+		snprintf(id, sizeof(id), "%lld", n->lease);
+		json_object_set_new(put, "lease", json_string(id));
+	}
+	return json_pack("{s:o}", "request_put", put);
+}
+
+/* Delete a key, or every key under rel when rel ends in '/'. */
+static json_t *
+op_del(struct node *n, const char *rel)
+{
+	char end[1024];
+	size_t len;
+	json_t *del;
+
+	del = json_pack("{s:o}", "key", b64key(n, rel));
+	len = strlen(rel);
+	if (len > 0 && rel[len - 1] == '/') {
+		snprintf(end, sizeof(end), "%s%s", n->prefix, rel);
+		end[strlen(end) - 1]++;
+		json_object_set_new(del, "range_end", etcd_b64(end,
+		    strlen(end)));
+	}
+	return json_pack("{s:o}", "request_delete_range", del);
+}
+
+static json_t *
+cmp_mod(struct node *n, const char *rel, long long mod)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%lld", mod);
+	/* A key that does not exist has mod revision 0. */
+	return json_pack("{s:o, s:s, s:s, s:s}", "key", b64key(n, rel),
+	    "target", "MOD", "result", "EQUAL", "mod_revision", v);
+}
+
+static void
+on_txn(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	then_fn *then = n->then;
+	long long rev;
+	bool ok = false;
+
+	n->busy = false;
+	n->then = NULL;
+	if (reply == NULL)
+		warn_msg("etcd: a write was refused: %s", err);
+	else {
+		ok = json_is_true(json_object_get(reply, "succeeded"));
+		/* Decide again only from a copy that has seen this. */
+		if (header_rev(reply, &rev) && rev > n->need_rev)
+			n->need_rev = rev;
+	}
+	/*
+	 * A compare that failed saw a copy behind etcd: the winner's write
+	 * is on its way down the watch, and deciding before it comes would
+	 * only lose again.
+	 */
+	if (reply != NULL && !ok) {
+		n->stale = true;
+		n->stale_at = mono_ms();
+	}
+	if (then != NULL)
+		then(n, ok);
+	evaluate(n);
+	if (n->shutting && !n->busy)
+		shutdown_step(n);
+}
+
+static void
+txn(struct node *n, json_t *compare, json_t *success, then_fn *then)
+{
+	json_t *body = json_pack("{s:o, s:o}", "compare", compare, "success",
+	    success);
+
+	n->busy = true;
+	n->then = then;
+	if (body == NULL || etcd_call(n->e, "/v3/kv/txn", body, on_txn, n) ==
+	    -1) {
+		n->busy = false;
+		warn_msg("etcd: out of memory for a write");
+	}
+}
+
+static char *
+state_json(const struct state *st, unsigned round, const char *status,
+    json_t *expect)
+{
+	json_t *j = json_pack("{s:I, s:s, s:I, s:I, s:I}", "round",
+	    (json_int_t)round, "status", status, "min", (json_int_t)st->min,
+	    "max", (json_int_t)st->max, "last_call_ms",
+	    (json_int_t)st->last_call_ms);
+	char *s;
+
+	if (expect != NULL)
+		json_object_set_new(j, "expect", expect);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+/*
+ * Open round `to` in place of round st->round: the nodes expected in it
+ * are the members still alive and the nodes waiting for room, so that
+ * it completes as soon as they are in.
+ */
+static void
+bump(struct node *n, const struct state *st, unsigned to, const char *why)
+{
+	struct result res;
+	json_t *expect = json_array(), *ops;
+	struct kv k = { .key = "waiting/" }, *kv;
+	char *val, old[64];
+	unsigned i, count = 0;
+
+	if (result_read(n, st->round, &res)) {
+		for (i = 0; i < res.n; i++)
+			if (kv_getf(n, "r/%u/join/%s", st->round, res.m[i].id) !=
+			    NULL && count++ < st->max)
+				json_array_append_new(expect,
+				    json_string(res.m[i].id));
+		result_done(&res);
+	}
+	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
+	    strncmp(kv->key, "waiting/", 8) == 0 && count < st->max;
+	    kv = RB_NEXT(kvtree, &n->kvs, kv), count++)
+		json_array_append_new(expect, json_string(kv->key + 8));
+	info_msg("etcd: job %s: opening round %u (%s)", n->me.run_id, to,
+	    why);
+	val = state_json(st, to, "open", expect);
+	ops = json_pack("[o]", op_put(n, "state", val, false));
+	free(val);
+	/* Rounds before the one left are of no use to anyone now. */
+	if (st->round > 0) {
+		snprintf(old, sizeof(old), "r/%u/", st->round - 1);
+		json_array_append_new(ops, op_del(n, old));
+	}
+	txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)), ops, NULL);
+}
+
+/* ---- what the supervisor is told ---- */
+
+static void
+say_n(struct node *n, enum rdzv_verb v, unsigned x)
+{
+	struct rdzv_msg m = { .verb = v };
+
+	m.u.n = x;
+	n->ops.say(n->ops.ctx, &m);
+}
+
+static void
+say_joined(struct node *n, unsigned round, unsigned participants)
+{
+	struct rdzv_msg m = { .verb = RV_JOINED };
+
+	m.u.joined.round = round;
+	m.u.joined.participants = participants;
+	m.u.joined.waiting = kv_count(n, "waiting/");
+	n->ops.say(n->ops.ctx, &m);
+	n->told_joined = round + 1;
+}
+
+static void
+say_err(struct node *n, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+say_err(struct node *n, const char *code, const char *fmt, ...)
+{
+	struct rdzv_msg m = { .verb = RV_ERR };
+	va_list ap;
+
+	strlcpy(m.u.err.code, code, sizeof(m.u.err.code));
+	va_start(ap, fmt);
+	vsnprintf(m.u.err.text, sizeof(m.u.err.text), fmt, ap);
+	va_end(ap);
+	n->ops.say(n->ops.ctx, &m);
+}
+
+static void
+say_round(struct node *n, const struct result *res, unsigned round, int i)
+{
+	struct rdzv_msg m = { .verb = RV_ROUND };
+	struct rdzv_round_msg *r = &m.u.round;
+	struct rank_assignment ra;
+	struct group_info *g;
+	unsigned k;
+
+	if ((g = calloc(res->n, sizeof(*g))) == NULL) {
+		warn_sys("etcd: round %u", round);
+		return;
+	}
+	for (k = 0; k < res->n; k++) {
+		g[k].role = res->m[k].role;
+		g[k].local_world_size = res->m[k].nproc;
+	}
+	if (ranks_assign(g, res->n, i, &ra) == -1) {
+		free(g);
+		warn_msg("etcd: round %u: ranks overflow", round);
+		return;
+	}
+	free(g);
+	r->round = round;
+	r->group_rank = ra.group_rank;
+	r->group_world_size = ra.group_world_size;
+	r->base_rank = ra.base_rank;
+	r->world_size = ra.world_size;
+	r->base_role_rank = ra.base_role_rank;
+	r->role_world_size = ra.role_world_size;
+	strlcpy(r->master_addr, res->m[0].addr, sizeof(r->master_addr));
+	r->master_port = res->m[0].port;
+	info_msg("etcd: job %s: round %u: group rank %u of %u, world %u",
+	    n->me.run_id, round, ra.group_rank, ra.group_world_size,
+	    ra.world_size);
+	n->ops.say(n->ops.ctx, &m);
+}
+
+/* ---- the steps ---- */
+
+static bool
+mine(struct node *n, const struct kv *kv)
+{
+	return kv != NULL && kv->lease == n->lease;
+}
+
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)a,
+	    "id")), json_string_value(json_object_get(*(json_t *const *)b,
+	    "id")));
+}
+
+static int
+by_create(const void *a, const void *b)
+{
+	const struct kv *x = *(struct kv *const *)a, *y = *(struct kv *const *)b;
+
+	return x->create < y->create ? -1 : x->create > y->create;
+}
+
+/*
+ * Write round C's result: the nodes in it (the first max to join, the
+ * expected first), ordered by node id as esv-rdzv orders them.  The
+ * compare on seq makes the result the nodes this copy saw: a join since
+ * would fail it.
+ */
+static void
+commit(struct node *n, const struct state *st)
+{
+	char pfx[64], key[64], *val;
+	struct kv k = { .key = pfx }, *kv, **joins;
+	json_t *members, *m, *jv, **arr, *cmp, *ops;
+	unsigned count, i, take;
+	char *sv;
+	json_error_t je;
+	struct kv *seq;
+
+	snprintf(pfx, sizeof(pfx), "r/%u/join/", st->round);
+	count = kv_count(n, pfx);
+	if ((joins = calloc(count, sizeof(*joins))) == NULL ||
+	    (arr = calloc(count, sizeof(*arr))) == NULL) {
+		free(joins);
+		return;
+	}
+	i = 0;
+	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL && i < count &&
+	    strncmp(kv->key, pfx, strlen(pfx)) == 0;
+	    kv = RB_NEXT(kvtree, &n->kvs, kv))
+		joins[i++] = kv;
+	qsort(joins, count, sizeof(*joins), by_create);
+	take = count < st->max ? count : st->max;
+	for (i = 0; i < take; i++) {
+		if ((jv = json_loads(joins[i]->val, 0, &je)) == NULL)
+			jv = json_object();
+		json_object_set_new(jv, "id", json_string(joins[i]->key +
+		    strlen(pfx)));
+		arr[i] = jv;
+	}
+	qsort(arr, take, sizeof(*arr), by_id);
+	members = json_array();
+	for (i = 0; i < take; i++)
+		json_array_append_new(members, arr[i]);
+	free(arr);
+	free(joins);
+	m = json_pack("{s:o}", "members", members);
+	val = json_dumps(m, JSON_COMPACT);
+	json_decref(m);
+	snprintf(key, sizeof(key), "r/%u/seq", st->round);
+	seq = kv_get(n, key);
+	cmp = json_pack("[o, o]", cmp_mod(n, "state", st->mod), cmp_mod(n, key,
+	    seq != NULL ? seq->mod : 0));
+	snprintf(key, sizeof(key), "r/%u/result", st->round);
+	sv = state_json(st, st->round, "running", NULL);
+	ops = json_pack("[o, o]", op_put(n, key, val, false), op_put(n,
+	    "state", sv, false));
+	free(sv);
+	free(val);
+	info_msg("etcd: job %s: completing round %u with %u node(s)",
+	    n->me.run_id, st->round, take);
+	txn(n, cmp, ops, NULL);
+}
+
+static void
+lastcall_put(struct node *n, long long lease, unsigned round)
+{
+	char key[64], id[32];
+	json_t *put;
+
+	snprintf(key, sizeof(key), "r/%u/lastcall", round);
+	snprintf(id, sizeof(id), "%lld", lease);
+	put = json_pack("{s:o, s:o, s:s}", "key", b64key(n, key), "value",
+	    etcd_b64("", 0), "lease", id);
+	txn(n, json_pack("[{s:o, s:s, s:s, s:s}]", "key", b64key(n, key),
+	    "target", "CREATE", "result", "EQUAL", "create_revision", "0"),
+	    json_pack("[{s:o}]", "request_put", put), NULL);
+}
+
+struct lc_ctx {
+	struct node	*n;
+	unsigned	 round;
+};
+
+static void
+on_lastcall_lease(void *ctx, json_t *reply, const char *err)
+{
+	struct lc_ctx *c = ctx;
+	struct node *n = c->n;
+	long long id;
+
+	n->busy = false;
+	if (reply == NULL || etcd_int(reply, "ID", &id) == -1 || id == 0)
+		warn_msg("etcd: a lease for the last call: %s", err != NULL ?
+		    err : "no ID in the reply");
+	else
+		lastcall_put(n, id, c->round);
+	free(c);
+	if (n->busy)
+		return;
+	if (n->shutting)
+		shutdown_step(n);
+	else
+		evaluate(n);
+}
+
+/*
+ * The last call is a key under a lease of its own that nobody keeps
+ * alive: etcd deletes it when the time is up, even if the node that made
+ * it is gone, and its DELETE is every node's signal to complete.
+ */
+static void
+lastcall_open(struct node *n, const struct state *st)
+{
+	long long ms = st->last_call_ms;
+	struct lc_ctx *c;
+
+	if (st->expect != NULL && json_array_size(st->expect) > 0 &&
+	    ms < RECOVERY_MS)
+		ms = RECOVERY_MS;
+	if ((c = malloc(sizeof(*c))) == NULL)
+		return;
+	c->n = n;
+	c->round = st->round;
+	n->busy = true;
+	if (etcd_call(n->e, "/v3/lease/grant", json_pack("{s:I}", "TTL",
+	    (json_int_t)((ms + 999) / 1000 > 0 ? (ms + 999) / 1000 : 1)),
+	    on_lastcall_lease, c) == -1) {
+		n->busy = false;
+		free(c);
+	}
+}
+
+static bool
+all_expected_in(struct node *n, const struct state *st)
+{
+	size_t i;
+	json_t *id;
+
+	if (st->expect == NULL || json_array_size(st->expect) == 0)
+		return false;
+	json_array_foreach(st->expect, i, id)
+		if (json_string_value(id) == NULL || kv_getf(n, "r/%u/join/%s",
+		    st->round, json_string_value(id)) == NULL)
+			return false;
+	return true;
+}
+
+static char *
+join_json(struct node *n)
+{
+	json_t *j = json_pack("{s:I, s:s, s:s, s:I}", "nproc",
+	    (json_int_t)n->me.nproc, "role", n->me.role, "addr", n->me.addr,
+	    "port", (json_int_t)n->me.port);
+	char *s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	return s;
+}
+
+static unsigned
+alive_members(struct node *n, const struct state *st)
+{
+	struct result res;
+	unsigned i, c = 0;
+
+	if (!result_read(n, st->round, &res))
+		return 0;
+	for (i = 0; i < res.n; i++)
+		if (kv_getf(n, "r/%u/join/%s", st->round, res.m[i].id) != NULL)
+			c++;
+	result_done(&res);
+	return c;
+}
+
+static void
+join_step(struct node *n, struct state *st)
+{
+	char key[512], *val, seq[64], wkey[512];
+	struct result res;
+	unsigned c, joined;
+	int i;
+
+	if (!st->present) {
+		struct state fresh = { .min = n->me.min_nodes,
+		    .max = n->me.max_nodes, .last_call_ms = n->me.last_call_ms };
+
+		val = state_json(&fresh, n->target, "open", NULL);
+		txn(n, json_pack("[{s:o, s:s, s:s, s:s}]", "key", b64key(n,
+		    "state"), "target", "CREATE", "result", "EQUAL",
+		    "create_revision", "0"), json_pack("[o]", op_put(n, "state",
+		    val, false)), NULL);
+		free(val);
+		return;
+	}
+	if (st->min != n->me.min_nodes || st->max != n->me.max_nodes ||
+	    st->last_call_ms != n->me.last_call_ms) {
+		say_err(n, "mismatch", "job %s has min:max %u:%u and last call "
+		    "%u ms, you asked %u:%u and %u ms", n->me.run_id, st->min,
+		    st->max, st->last_call_ms, n->me.min_nodes,
+		    n->me.max_nodes, n->me.last_call_ms);
+		n->phase = PH_IDLE;
+		return;
+	}
+	if (st->status == ST_CLOSED) {
+		if (n->told_joined != 0)
+			say_n(n, RV_CLOSED, 0);
+		else
+			say_err(n, "closed", "job %s is closed", n->me.run_id);
+		n->phase = PH_IDLE;
+		return;
+	}
+	c = st->round;
+	if (c < n->target) {
+		/* Our group failed in the round that runs: all restart. */
+		bump(n, st, n->target, "a node's workers failed");
+		return;
+	}
+	snprintf(wkey, sizeof(wkey), "waiting/%s", n->me.node_id);
+	if (st->status == ST_OPEN) {
+		snprintf(key, sizeof(key), "r/%u/join/%s", c, n->me.node_id);
+		if (!mine(n, kv_get(n, key))) {
+			snprintf(seq, sizeof(seq), "r/%u/seq", c);
+			val = join_json(n);
+			txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)),
+			    json_pack("[o, o, o]", op_put(n, key, val, true),
+			    op_put(n, seq, "", false), op_del(n, wkey)), NULL);
+			free(val);
+			return;
+		}
+		snprintf(key, sizeof(key), "r/%u/join/", c);
+		joined = kv_count(n, key);
+		if (n->told_joined != c + 1)
+			say_joined(n, c, joined);
+		if (joined >= st->max ||
+		    (joined >= st->min && all_expected_in(n, st)) ||
+		    (joined >= st->min && n->lastcall_gone == (long long)c)) {
+			commit(n, st);
+			return;
+		}
+		if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
+			lastcall_open(n, st);
+		return;
+	}
+	/* Round c runs: are we in it? */
+	if (result_read(n, c, &res)) {
+		i = result_find(&res, n->me.node_id);
+		if (i >= 0 && mine(n, kv_getf(n, "r/%u/join/%s", c,
+		    n->me.node_id))) {
+			if (n->told_joined != c + 1)
+				say_joined(n, c, res.n);
+			say_round(n, &res, c, i);
+			n->phase = PH_RUNNING;
+			n->cur = c;
+			n->group_rank = i;
+			n->told_waiting = -1;
+			result_done(&res);
+			return;
+		}
+		result_done(&res);
+	}
+	if (alive_members(n, st) + 1 <= st->max) {
+		bump(n, st, c + 1, "a node arrived and there is room");
+		return;
+	}
+	if (!mine(n, kv_get(n, wkey))) {
+		txn(n, json_array(), json_pack("[o]", op_put(n, wkey, "",
+		    true)), NULL);
+		return;
+	}
+	if (n->told_joined != c + 1) {
+		info_msg("etcd: job %s: waiting: %u nodes at most", n->me.run_id,
+		    st->max);
+		say_joined(n, c, alive_members(n, st));
+	}
+}
+
+static void
+running_step(struct node *n, struct state *st)
+{
+	struct result res;
+	unsigned i, alive = 0;
+	long long waiting;
+
+	if (st->round > n->cur) {
+		say_n(n, RV_RESTART, st->round);
+		n->phase = PH_IDLE;
+		return;
+	}
+	if (st->status != ST_RUNNING || !result_read(n, n->cur, &res))
+		return;
+	for (i = 0; i < res.n; i++) {
+		if (kv_getf(n, "r/%u/join/%s", n->cur, res.m[i].id) != NULL) {
+			alive++;
+			continue;
+		}
+		if (kv_getf(n, "r/%u/exit/%s", n->cur, res.m[i].id) == NULL) {
+			char why[300];
+
+			snprintf(why, sizeof(why), "node %s lost", res.m[i].id);
+			result_done(&res);
+			bump(n, st, n->cur + 1, why);
+			return;
+		}
+	}
+	result_done(&res);
+	waiting = kv_count(n, "waiting/");
+	if (waiting != n->told_waiting) {
+		say_n(n, RV_WAITING, waiting);
+		n->told_waiting = waiting;
+	}
+	if (waiting > 0 && alive + 1 <= st->max)
+		bump(n, st, n->cur + 1, "a node waits and there is room");
+}
+
+static void
+barrier_step(struct node *n, struct state *st)
+{
+	char key[512];
+	struct result res;
+	unsigned i;
+	bool all = true;
+
+	snprintf(key, sizeof(key), "r/%u/exit/%s", n->cur, n->me.node_id);
+	if (!mine(n, kv_get(n, key))) {
+		txn(n, json_array(), json_pack("[o]", op_put(n, key, "", true)),
+		    NULL);
+		return;
+	}
+	/* The latest round decides: ours, or one our peers went on to. */
+	if (!st->present || st->status == ST_OPEN ||
+	    !result_read(n, st->round, &res))
+		return;
+	for (i = 0; i < res.n && all; i++)
+		if (kv_getf(n, "r/%u/exit/%s", st->round, res.m[i].id) == NULL &&
+		    (st->status != ST_CLOSED || kv_getf(n, "r/%u/join/%s",
+		    st->round, res.m[i].id) != NULL))
+			all = false;
+	result_done(&res);
+	if (!all)
+		return;
+	info_msg("etcd: job %s: exit barrier passed", n->me.run_id);
+	say_n(n, RV_RELEASE, n->cur);
+	n->phase = PH_IDLE;
+}
+
+static void
+reattached(struct node *n, bool ok)
+{
+	if (!ok)
+		return;
+	info_msg("etcd: job %s: back in round %u as group rank %u",
+	    n->me.run_id, n->cur, n->group_rank);
+	n->phase = n->me.state == RS_DONE ? PH_BARRIER : PH_RUNNING;
+	n->told_waiting = -1;
+}
+
+static void
+reattach_step(struct node *n, struct state *st)
+{
+	struct result res;
+	char key[512], ekey[512], *val;
+	json_t *ops;
+	unsigned next;
+	int i = -1;
+
+	if (st->present && st->round == n->cur && st->status != ST_OPEN &&
+	    result_read(n, n->cur, &res)) {
+		i = result_find(&res, n->me.node_id);
+		result_done(&res);
+	}
+	if (i < 0 || (unsigned)i != n->group_rank) {
+		next = !st->present ? n->cur + 1 : st->status == ST_OPEN ?
+		    st->round : st->round + 1;
+		say_n(n, RV_RESTART, next > n->cur ? next : n->cur + 1);
+		n->phase = PH_IDLE;
+		return;
+	}
+	snprintf(key, sizeof(key), "r/%u/join/%s", n->cur, n->me.node_id);
+	val = join_json(n);
+	ops = json_pack("[o]", op_put(n, key, val, true));
+	free(val);
+	if (n->me.state == RS_DONE) {
+		snprintf(ekey, sizeof(ekey), "r/%u/exit/%s", n->cur,
+		    n->me.node_id);
+		json_array_append_new(ops, op_put(n, ekey, "", true));
+	}
+	txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)), ops,
+	    reattached);
+}
+
+static void
+closed(struct node *n, bool ok)
+{
+	if (ok) {
+		n->close_wanted = false;
+		info_msg("etcd: job %s: closed", n->me.run_id);
+	}
+}
+
+/* CLOSE: the job is over; later joiners are turned away. */
+static void
+close_step(struct node *n, struct state *st)
+{
+	char *val;
+
+	if (!st->present || st->status == ST_CLOSED) {
+		n->close_wanted = false;
+		return;
+	}
+	val = state_json(st, st->round, "closed", NULL);
+	txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)),
+	    json_pack("[o]", op_put(n, "state", val, false)), closed);
+	free(val);
+}
+
+static void
+evaluate(struct node *n)
+{
+	struct state st;
+
+	if (!n->ready || n->busy || n->stale || n->lease == 0 ||
+	    n->rev < n->need_rev)
+		return;
+	/*
+	 * A lease not confirmed within its TTL may be gone (we were
+	 * stopped, or etcd was out of reach): nothing is decided on it
+	 * until etcd says.
+	 */
+	if (mono_ms() >= n->lease_ok_at + n->ttl_ms)
+		return;
+	state_read(n, &st);
+	if (n->close_wanted)
+		close_step(n, &st);
+	else if (n->shutting)
+		;
+	else switch (n->phase) {
+	case PH_JOINING:
+		join_step(n, &st);
+		break;
+	case PH_REATTACH:
+		reattach_step(n, &st);
+		break;
+	case PH_RUNNING:
+		running_step(n, &st);
+		break;
+	case PH_BARRIER:
+		barrier_step(n, &st);
+		break;
+	case PH_IDLE:
+		break;
+	}
+	state_done(&st);
+	if (n->shutting && !n->busy)
+		shutdown_step(n);
+}
+
+/* ---- the copy: one range, then a watch from its revision ---- */
+
+static void	watch_open(struct node *);
+
+static void
+on_watch_msg(void *ctx, json_t *res)
+{
+	struct node *n = ctx;
+	json_t *events, *ev;
+	long long rev, compact;
+	size_t i;
+
+	if (json_is_true(json_object_get(res, "canceled"))) {
+		etcd_int(res, "compact_revision", &compact);
+		warn_msg("etcd: watch of %s canceled (%s): reading it again",
+		    n->prefix, compact > 0 ? "compacted" : "by the member");
+		etcd_stream_close(n->watch);
+		n->watch = NULL;
+		n->ready = false;
+		n->watch_at = mono_ms();
+		rearm(n);
+		return;
+	}
+	/* Its revision is etcd's now, not what the watch has sent yet. */
+	if (json_is_true(json_object_get(res, "created")))
+		return;
+	events = json_object_get(res, "events");
+	if (json_array_size(events) > 0)
+		n->stale = false;
+	json_array_foreach(events, i, ev)
+		apply(n, json_object_get(ev, "kv"), json_string_value(
+		    json_object_get(ev, "type")) != NULL && strcmp(
+		    json_string_value(json_object_get(ev, "type")), "DELETE") ==
+		    0);
+	if (header_rev(res, &rev) && rev > n->rev)
+		n->rev = rev;
+	evaluate(n);
+}
+
+static void
+on_watch_end(void *ctx, const char *why)
+{
+	struct node *n = ctx;
+
+	warn_msg("etcd: watch of %s ended (%s): watching again from revision "
+	    "%lld", n->prefix, why, n->rev + 1);
+	n->watch = NULL;
+	n->watch_at = mono_ms() + WATCH_RETRY_MS;
+	rearm(n);
+}
+
+static json_t *
+prefix_range(struct node *n)
+{
+	char end[sizeof(n->prefix)];
+
+	strlcpy(end, n->prefix, sizeof(end));
+	end[strlen(end) - 1]++;
+	return json_pack("{s:o, s:o}", "key", etcd_b64(n->prefix,
+	    strlen(n->prefix)), "range_end", etcd_b64(end, strlen(end)));
+}
+
+static void
+watch_open(struct node *n)
+{
+	json_t *req = prefix_range(n);
+	char rev[32];
+
+	snprintf(rev, sizeof(rev), "%lld", n->rev + 1);
+	json_object_set_new(req, "start_revision", json_string(rev));
+	n->watch_at = 0;
+	n->watch = etcd_stream_open(n->e, "/v3/watch", json_pack("{s:o}",
+	    "create_request", req), on_watch_msg, on_watch_end, n);
+	if (n->watch == NULL)
+		n->watch_at = mono_ms() + WATCH_RETRY_MS;
+}
+
+static void
+on_range(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	json_t *kvs, *kv;
+	size_t i;
+
+	n->ranging = false;
+	if (reply == NULL) {
+		warn_msg("etcd: reading %s: %s", n->prefix, err);
+		n->watch_at = mono_ms() + WATCH_RETRY_MS;
+		rearm(n);
+		return;
+	}
+	kv_clear(n);
+	kvs = json_object_get(reply, "kvs");
+	json_array_foreach(kvs, i, kv)
+		apply(n, kv, false);
+	header_rev(reply, &n->rev);
+	n->ready = true;
+	n->stale = false;
+	watch_open(n);
+	evaluate(n);
+}
+
+static void
+sync_start(struct node *n)
+{
+	n->ranging = true;
+	n->watch_at = 0;
+	if (etcd_call(n->e, "/v3/kv/range", prefix_range(n), on_range, n) ==
+	    -1) {
+		n->ranging = false;
+		n->watch_at = mono_ms() + WATCH_RETRY_MS;
+	}
+}
+
+/* ---- the lease ---- */
+
+/*
+ * Our lease is gone (expired while we were stopped or cut off): our keys
+ * went with it and the others may run a round without us, so the
+ * workers stop before anything else is done.
+ */
+static void
+fence(struct node *n, const char *why)
+{
+	warn_msg("etcd: job %s: lease lost (%s)%s", n->me.run_id, why,
+	    n->phase == PH_RUNNING || n->phase == PH_BARRIER ?
+	    ": stopping the workers" : "");
+	if (n->phase == PH_RUNNING || n->phase == PH_BARRIER) {
+		say_n(n, RV_RESTART, n->cur + 1);
+		n->phase = PH_IDLE;
+	}
+	n->lease = 0;
+	n->keepalive_asked = false;
+}
+
+static void	lease_grant(struct node *);
+
+static void
+on_grant(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	long long id, ttl;
+
+	n->lease_asked = false;
+	if (reply == NULL || etcd_int(reply, "ID", &id) == -1 || id == 0 ||
+	    etcd_int(reply, "TTL", &ttl) == -1) {
+		warn_msg("etcd: lease grant: %s", err != NULL ? err :
+		    "no ID in the reply");
+		rearm(n);
+		return;
+	}
+	n->lease = id;
+	n->lease_ok_at = n->lease_sent_at;
+	n->doubt_logged = false;
+	if (ttl * 1000 > n->ttl_ms)
+		info_msg("etcd: lease TTL %lld s (etcd's minimum)", ttl);
+	evaluate(n);
+	rearm(n);
+}
+
+static void
+lease_grant(struct node *n)
+{
+	n->lease_asked = true;
+	n->lease_sent_at = mono_ms();
+	if (etcd_call(n->e, "/v3/lease/grant", json_pack("{s:I}", "TTL",
+	    (json_int_t)((n->ttl_ms + 999) / 1000)), on_grant, n) == -1)
+		n->lease_asked = false;
+}
+
+static void
+on_keepalive(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	json_t *res = json_object_get(reply, "result");
+	long long id, ttl;
+
+	n->keepalive_asked = false;
+	if (reply == NULL) {
+		warn_msg("etcd: lease keep-alive: %s", err);
+		fence(n, err);
+		rearm(n);
+		return;
+	}
+	if (etcd_int(res, "ID", &id) == -1 || etcd_int(res, "TTL", &ttl) ==
+	    -1 || id != n->lease)
+		return;
+	/* etcd answers a lease it has expired with no TTL. */
+	if (ttl <= 0) {
+		fence(n, "etcd expired it");
+		rearm(n);
+		return;
+	}
+	n->lease_ok_at = n->lease_sent_at;
+	if (n->doubt_logged)
+		info_msg("etcd: job %s: lease confirmed again", n->me.run_id);
+	n->doubt_logged = false;
+	evaluate(n);
+	rearm(n);
+}
+
+static void
+keepalive(struct node *n)
+{
+	char id[32];
+
+	snprintf(id, sizeof(id), "%lld", n->lease);
+	n->keepalive_asked = true;
+	n->lease_sent_at = mono_ms();
+	if (etcd_call(n->e, "/v3/lease/keepalive", json_pack("{s:s}", "ID", id),
+	    on_keepalive, n) == -1)
+		n->keepalive_asked = false;
+}
+
+static void
+on_revoke(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+
+	(void)reply;
+	if (err != NULL)
+		warn_msg("etcd: revoking the lease: %s", err);
+	n->lease = 0;
+	if (!n->gone) {
+		n->gone = true;
+		n->ops.gone(n->ops.ctx);
+	}
+}
+
+static void
+shutdown_step(struct node *n)
+{
+	char id[32];
+
+	if (n->busy || n->gone)
+		return;
+	if (n->close_wanted && n->lease != 0 && n->ready) {
+		evaluate(n);
+		if (n->busy)
+			return;
+	}
+	if (n->lease == 0) {
+		n->gone = true;
+		n->ops.gone(n->ops.ctx);
+		return;
+	}
+	snprintf(id, sizeof(id), "%lld", n->lease);
+	n->busy = true;
+	if (etcd_call(n->e, "/v3/lease/revoke", json_pack("{s:s}", "ID", id),
+	    on_revoke, n) == -1) {
+		n->gone = true;
+		n->ops.gone(n->ops.ctx);
+	}
+}
+
+/* ---- time ---- */
+
+static void
+rearm(struct node *n)
+{
+	long long at = -1, now = mono_ms(), t;
+
+#define SOONER(x) do { t = (x); if (at == -1 || t < at) at = t; } while (0)
+	if (n->watch_at != 0)
+		SOONER(n->watch_at);
+	if (n->lease != 0 && !n->keepalive_asked)
+		SOONER(n->lease_ok_at + n->ttl_ms / 3);
+	if (n->lease != 0 && !n->doubt_logged)
+		SOONER(n->lease_ok_at + n->ttl_ms);
+	if (n->lease == 0 && !n->lease_asked && !n->shutting)
+		SOONER(now + WATCH_RETRY_MS);
+	if (n->shutting)
+		SOONER(n->shutdown_by);
+	/* News that never came: decide again all the same. */
+	if (n->stale)
+		SOONER(n->stale_at + 1000);
+#undef SOONER
+	timer_arm_ms(n->timer.fd, at == -1 ? -1 : at > now ? at - now : 0);
+}
+
+static void
+on_timer(struct watch *w, uint32_t events)
+{
+	struct node *n = w->ctx;
+	long long now = mono_ms();
+
+	(void)events;
+	timer_ack(w->fd);
+	if (n->shutting) {
+		if (now >= n->shutdown_by && !n->gone) {
+			warn_msg("etcd: no answer to the lease's revocation: "
+			    "etcd expires it in %u ms", n->ttl_ms);
+			n->gone = true;
+			n->ops.gone(n->ops.ctx);
+		}
+		return;
+	}
+	/*
+	 * First the lease: after a stop (SIGSTOP, a frozen VM) this is what
+	 * the mono clock tells first, and the workers must stop before we
+	 * act on an old copy.
+	 */
+	if (n->lease != 0 && now >= n->lease_ok_at + n->ttl_ms &&
+	    !n->doubt_logged) {
+		warn_msg("etcd: job %s: no keep-alive answered within the "
+		    "lease's TTL: workers keep running; deciding nothing until "
+		    "etcd answers", n->me.run_id);
+		n->doubt_logged = true;
+	}
+	if (n->lease == 0 && !n->lease_asked)
+		lease_grant(n);
+	else if (n->lease != 0 && !n->keepalive_asked &&
+	    now >= n->lease_ok_at + n->ttl_ms / 3)
+		keepalive(n);
+	if (n->stale && now >= n->stale_at + 1000) {
+		n->stale = false;
+		evaluate(n);
+	}
+	if (n->watch_at != 0 && now >= n->watch_at) {
+		if (!n->ready && !n->ranging)
+			sync_start(n);
+		else if (n->ready && n->watch == NULL)
+			watch_open(n);
+	}
+	rearm(n);
+}
+
+/* ---- the interface ---- */
+
+struct node *
+node_new(struct etcd *e, struct loop *lp, const char *prefix,
+    const char *run_id, unsigned ttl_ms, const struct node_ops *ops)
+{
+	struct node *n;
+
+	if ((n = calloc(1, sizeof(*n))) == NULL)
+		return NULL;
+	n->e = e;
+	n->lp = lp;
+	n->ops = *ops;
+	n->ttl_ms = ttl_ms;
+	n->told_waiting = -1;
+	n->lastcall_gone = -1;
+	RB_INIT(&n->kvs);
+	snprintf(n->prefix, sizeof(n->prefix), "%s/%s/", prefix, run_id);
+	n->timer = (struct watch){ .fn = on_timer, .ctx = n };
+	if ((n->timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
+	    loop_add(lp, &n->timer, EPOLLIN) == -1) {
+		free(n);
+		return NULL;
+	}
+	lease_grant(n);
+	sync_start(n);
+	rearm(n);
+	return n;
+}
+
+void
+node_free(struct node *n)
+{
+	if (n == NULL)
+		return;
+	etcd_stream_close(n->watch);
+	kv_clear(n);
+	loop_del(n->lp, &n->timer);
+	close(n->timer.fd);
+	free(n);
+}
+
+void
+node_join(struct node *n, const struct rdzv_join *j)
+{
+	n->me = *j;
+	if (j->state == RS_NEW) {
+		n->phase = PH_JOINING;
+		n->target = j->round;
+		n->told_joined = 0;
+	} else {
+		n->phase = PH_REATTACH;
+		n->cur = j->round;
+		n->group_rank = j->group_rank;
+	}
+	evaluate(n);
+}
+
+void
+node_barrier(struct node *n, unsigned round)
+{
+	if (n->phase != PH_RUNNING || round != n->cur) {
+		/* It crossed a RESTART on its way: that one decides. */
+		if (round < n->cur || n->phase == PH_IDLE ||
+		    n->phase == PH_JOINING)
+			return;
+		say_err(n, "proto", "BARRIER %u: not running that round",
+		    round);
+		return;
+	}
+	n->phase = PH_BARRIER;
+	evaluate(n);
+}
+
+void
+node_close_job(struct node *n)
+{
+	n->close_wanted = true;
+	n->phase = PH_IDLE;
+	evaluate(n);
+}
+
+void
+node_shutdown(struct node *n)
+{
+	if (n->shutting)
+		return;
+	n->shutting = true;
+	n->shutdown_by = mono_ms() + SHUTDOWN_MS;
+	rearm(n);
+	shutdown_step(n);
+}

@@ -1,0 +1,45 @@
+/*
+ * One node's part of a rendezvous held in etcd: what esv-rdzv decides for
+ * every node of a job, decided here by each node against a shared
+ * keyspace, with etcd's transactions as the only arbiter.  The layout and
+ * its rules are in esv-rdzv-etcd(8).
+ *
+ * The node keeps a copy of the job's keys (one range, then one watch),
+ * takes every decision from that copy, and writes with a compare on what
+ * it saw; a write that loses a race is dropped and the decision taken
+ * again once the copy has caught up with the winner.
+ */
+#ifndef ESV_ETCD_NODE_H
+#define ESV_ETCD_NODE_H
+
+#include <stdbool.h>
+
+#include "etcd.h"
+#include "rdzvproto.h"
+
+struct node;
+
+struct node_ops {
+	/* Say m to the supervisor. */
+	void	(*say)(void *ctx, const struct rdzv_msg *m);
+	/* The node has let go of everything (node_shutdown): exit. */
+	void	(*gone)(void *ctx);
+	void	*ctx;
+};
+
+struct node	*node_new(struct etcd *e, struct loop *lp, const char *prefix,
+		    const char *run_id, unsigned ttl_ms,
+		    const struct node_ops *ops);
+void		 node_free(struct node *);
+
+/* What the supervisor says (lib/rdzvproto.h). */
+void		 node_join(struct node *, const struct rdzv_join *j);
+void		 node_barrier(struct node *, unsigned round);
+void		 node_close_job(struct node *);
+/*
+ * The supervisor is gone or let go: finish what is being written, revoke
+ * the lease (every key of ours goes at once) and call ops->gone.
+ */
+void		 node_shutdown(struct node *);
+
+#endif
