@@ -1,6 +1,8 @@
 # Helpers of the tests that run their own etcd members (Debian's etcd 3.4,
-# v3 API), on top of lib.sh (source that first).  Skips (77) without
-# /usr/bin/etcd or curl.  Members are numbered from 0.
+# v3 API), on top of lib.sh: source it after esv_setup.  Skips (77) without
+# /usr/bin/etcd or curl.  Members are numbered from 0.  On exit the members
+# are killed, and their data directories removed even where $T is kept
+# (unless ESV_KEEP is set): the logs stay.
 #	ETCD		path of etcd ($ESV_ETCD, default /usr/bin/etcd)
 #	start_etcd [N]	an N-member cluster (default 1) on 127.0.0.1, free
 #			client and peer ports, data in $T/etcd<i>.data, log in
@@ -40,6 +42,34 @@ ETCD=${ESV_ETCD:-/usr/bin/etcd}
 [ -x "$ETCD" ] || skip "$ETCD is not installed (Debian: etcd-server)"
 command -v curl >/dev/null || skip "curl is not installed"
 ETCD_SH_LOADED=1
+
+# A failed test keeps $T; of etcd's part the logs tell, while the data
+# directories are 120 MiB each (preallocated WAL), so they go (ESV_KEEP
+# keeps them).  The members are killed first, then lib.sh cleans up.
+etcd_cleanup()
+{
+	local rc=$? pid
+	for pid in "${ESV_SUP_PIDS[@]}"; do
+		esv_alive "$pid" && kill -KILL "$pid" 2>/dev/null
+	done
+	if [ -z "${ESV_KEEP:-}" ]; then
+		wait_for -t 5 etcd_all_gone
+		rm -rf "$T"/etcd*.data
+	fi
+	(exit "$rc")
+	esv_cleanup
+}
+
+etcd_all_gone()
+{
+	local pid
+	for pid in "${ETCD_ALL_PIDS[@]}"; do
+		esv_alive "$pid" && return 1
+	done
+	return 0
+}
+ETCD_ALL_PIDS=()
+trap etcd_cleanup EXIT
 ETCD_PIDS=()
 ETCD_PORTS=()
 ETCD_PEER_PORTS=()
@@ -105,6 +135,7 @@ etcd_run()
 	    --logger zap --log-outputs stderr "${tls[@]}" \
 	    >>"$T/etcd$i.log" 2>&1 </dev/null &
 	ETCD_PIDS[i]=$!
+	ETCD_ALL_PIDS+=("$!")
 	ESV_SUP_PIDS+=("$!")
 	# No "Killed" job report from bash at each kill -9; bash still reaps it.
 	disown "$!"
