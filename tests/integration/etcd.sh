@@ -235,6 +235,7 @@ for kv in json.load(sys.stdin).get("kvs", []):
 make_certs()
 {
 	local d=$1 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+	command -v openssl >/dev/null || skip "openssl is not installed"
 	mkdir -p "$d" || return 1
 	(
 	set -e
