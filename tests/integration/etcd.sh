@@ -146,13 +146,13 @@ start_etcd()
 	local n=${1:-1} i eps=()
 	[ ${#ETCD_PIDS[@]} -eq 0 ] || stop_etcd
 	ETCD_GEN=$((ETCD_GEN + 1))
-	ETCD_SCHEME=http ETCD_TLS_DIR= ETCD_TLS_CONF=
+	ETCD_SCHEME=http ETCD_TLS_DIR='' ETCD_TLS_CONF=''
 	if [ -n "${ETCD_TLS:-}" ]; then
 		ETCD_TLS_DIR=$(cd "$ETCD_TLS" && pwd) || fail "ETCD_TLS=$ETCD_TLS"
 		ETCD_SCHEME=https
 		ETCD_TLS_CONF="cacert=$ETCD_TLS_DIR/ca.pem,cert=$ETCD_TLS_DIR/client.pem,key=$ETCD_TLS_DIR/client-key.pem"
 	fi
-	ETCD_PIDS=() ETCD_PORTS=() ETCD_PEER_PORTS=() ETCD_CLUSTER=
+	ETCD_PIDS=() ETCD_PORTS=() ETCD_PEER_PORTS=() ETCD_CLUSTER=''
 	for ((i = 0; i < n; i++)); do
 		ETCD_PORTS[i]=$(free_port)
 		ETCD_PEER_PORTS[i]=$(free_port)
