@@ -749,9 +749,40 @@ test_contradictions(void **state)
 	assert_fails(f, load(f, "--nnodes", "1:2", "DIR", "t.py"),
 	    "--nnodes 1:2: the static rendezvous needs a fixed number of "
 	    "nodes (use --rdzv-backend esv)");
+	assert_fails(f, load(f, "--rdzv-backend", "zk", "DIR", "t.py"),
+	    "rdzv_backend: zk: not available in this version (static, esv, "
+	    "c10d or etcd)");
 	assert_fails(f, load(f, "--rdzv-backend", "etcd", "DIR", "t.py"),
-	    "rdzv_backend: etcd: not available in this version (static, esv "
-	    "or c10d)");
+	    "rdzv_endpoint: required by the etcd backend (HOST:PORT or "
+	    "http(s)://HOST:PORT of etcd members, comma-separated)");
+	/* torch's etcd spelling (HOST:PORT, protocol=) becomes URLs. */
+	assert_int_equal(load(f, "--rdzv-backend", "etcd-v2",
+	    "--rdzv-endpoint", "h1:2379,[::1],https://h3:5",
+	    "--rdzv-conf", "protocol=https", "DIR", "t.py"), 0);
+	assert_string_equal(f->cfg.rdzv_backend, "etcd");
+	assert_string_equal(f->cfg.rdzv_endpoint,
+	    "https://h1:2379,https://[::1]:2379,https://h3:5");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "ftp://h:1", "DIR", "t.py"), "rdzv_endpoint: ftp://h:1: etcd is "
+	    "reached by http:// or https://");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1", "--rdzv-conf", "token_file=/t", "DIR", "t.py"),
+	    "rdzv_conf: token_file: the etcd backend authenticates to etcd "
+	    "with TLS (cacert=, cert=, key=)");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1", "--rdzv-conf", "cacert=/nonexistent/ca.pem", "DIR", "t.py"),
+	    "rdzv_conf: cacert=/nonexistent/ca.pem: No such file or "
+	    "directory");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1", "--rdzv-conf", "cert=/etc/hostname", "DIR", "t.py"),
+	    "rdzv_conf: cert and key go together");
+	assert_fails(f, load(f, "--rdzv-backend", "esv", "--rdzv-endpoint",
+	    "h:1", "--rdzv-conf", "cacert=/etc/hostname", "DIR", "t.py"),
+	    "rdzv_conf: cacert, cert and key are for the etcd backend; "
+	    "esv-rdzv authenticates with token_file");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1", "--rdzv-conf", "lease_ttl=200ms", "DIR", "t.py"),
+	    "rdzv_conf: lease_ttl=200ms: not within 1 s..1 h");
 	assert_fails(f, load(f, "--rdzv-backend", "esv", "--nnodes", "1:2",
 	    "DIR", "t.py"), "rdzv_endpoint: required by the esv backend "
 	    "(HOST:PORT of esv-rdzv)");
