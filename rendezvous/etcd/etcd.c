@@ -46,6 +46,7 @@ struct etcd {
 	unsigned		 cur;		/* endpoint calls go to */
 	unsigned		 npending;
 	bool			 outage;
+	char			 last_why[CURL_ERROR_SIZE + 64];
 };
 
 struct sockwatch {
@@ -269,9 +270,13 @@ stream_lines(struct req *r)
 			r->failed = true;
 			break;
 		}
-		if ((res = json_object_get(j, "result")) != NULL)
-			r->msg(r->ctx, res);
-		else {
+		if ((res = json_object_get(j, "result")) != NULL) {
+			if (!r->msg(r->ctx, res)) {
+				snprintf(r->why, sizeof(r->why), "ended by "
+				    "its reader");
+				r->failed = true;
+			}
+		} else {
 			snprintf(r->why, sizeof(r->why), "%s: stream error: "
 			    "%.200s", r->e->conf.endpoints[r->ep],
 			    json_string_value(json_object_get(j, "error")) ?
@@ -369,10 +374,16 @@ retry(struct req *r)
 {
 	struct etcd *e = r->e;
 
-	if (!e->outage)
+	/* Each new kind of failure once, not each retry of a long outage. */
+	if ((!e->outage || strcmp(r->why, e->last_why) != 0) &&
+	    e->conf.nendpoints > 1)
 		warn_msg("etcd: %s: %s; trying %s", e->conf.endpoints[r->ep],
 		    r->why, e->conf.endpoints[(r->ep + 1) %
 		    e->conf.nendpoints]);
+	else if (!e->outage || strcmp(r->why, e->last_why) != 0)
+		warn_msg("etcd: %s: %s; retrying", e->conf.endpoints[r->ep],
+		    r->why);
+	strlcpy(e->last_why, r->why, sizeof(e->last_why));
 	e->outage = true;
 	if (e->cur == r->ep)
 		e->cur = (e->cur + 1) % e->conf.nendpoints;

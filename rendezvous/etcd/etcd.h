@@ -37,8 +37,12 @@ struct etcd_stream;
  * callback), or NULL with err ("etcd: 404 lease not found").
  */
 typedef void	etcd_reply_fn(void *ctx, json_t *reply, const char *err);
-/* One message of a stream ({"result":{...}} unwrapped to its result). */
-typedef void	etcd_msg_fn(void *ctx, json_t *result);
+/*
+ * One message of a stream ({"result":{...}} unwrapped to its result).
+ * False ends the stream (the end callback follows, from the loop): a
+ * stream must not be closed from inside its own callback.
+ */
+typedef bool	etcd_msg_fn(void *ctx, json_t *result);
 /* The stream is over (the member went, or answered an error). */
 typedef void	etcd_end_fn(void *ctx, const char *why);
 

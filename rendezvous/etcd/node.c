@@ -106,6 +106,7 @@ struct node {
 	long long		 need_rev;	/* decide once rev gets here */
 	bool			 ready;
 	bool			 ranging;
+	bool			 resync;	/* the watch was cancelled */
 	struct etcd_stream	*watch;
 	long long		 watch_at;	/* reopen it then; 0: open */
 	long long		 lastcall_gone;	/* round whose lastcall expired */
@@ -1065,7 +1066,7 @@ evaluate(struct node *n)
 
 static void	watch_open(struct node *);
 
-static void
+static bool
 on_watch_msg(void *ctx, json_t *res)
 {
 	struct node *n = ctx;
@@ -1077,16 +1078,13 @@ on_watch_msg(void *ctx, json_t *res)
 		etcd_int(res, "compact_revision", &compact);
 		warn_msg("etcd: watch of %s canceled (%s): reading it again",
 		    n->prefix, compact > 0 ? "compacted" : "by the member");
-		etcd_stream_close(n->watch);
-		n->watch = NULL;
-		n->ready = false;
-		n->watch_at = mono_ms();
-		rearm(n);
-		return;
+		/* What the watch missed is gone from etcd's history. */
+		n->resync = true;
+		return false;
 	}
 	/* Its revision is etcd's now, not what the watch has sent yet. */
 	if (json_is_true(json_object_get(res, "created")))
-		return;
+		return true;
 	events = json_object_get(res, "events");
 	if (json_array_size(events) > 0)
 		n->stale = false;
@@ -1098,6 +1096,7 @@ on_watch_msg(void *ctx, json_t *res)
 	if (header_rev(res, &rev) && rev > n->rev)
 		n->rev = rev;
 	evaluate(n);
+	return true;
 }
 
 static void
@@ -1105,9 +1104,16 @@ on_watch_end(void *ctx, const char *why)
 {
 	struct node *n = ctx;
 
+	n->watch = NULL;
+	if (n->resync) {
+		n->resync = false;
+		n->ready = false;
+		n->watch_at = mono_ms() + WATCH_RETRY_MS;
+		rearm(n);
+		return;
+	}
 	warn_msg("etcd: watch of %s ended (%s): watching again from revision "
 	    "%lld", n->prefix, why, n->rev + 1);
-	n->watch = NULL;
 	n->watch_at = mono_ms() + WATCH_RETRY_MS;
 	rearm(n);
 }
