@@ -1,5 +1,5 @@
 #!/bin/bash
-# Real PyTorch under the esv rendezvous: 2 nodes x 2 workers (nnodes 2:3)
+# Real PyTorch under the esv rendezvous (and on etcd, RZ_BACKEND=etcd): 2 nodes x 2 workers (nnodes 2:3)
 # all_reduce with gloo; a third node joins and the job goes on with world
 # size 6; the third node is killed (kill -9 of its supervisor) and the job
 # goes on with world size 4.  Every round's sum is checked by the workers.
@@ -17,10 +17,13 @@ start_rdzv
 tnode()
 {
 	local name=$1
+	local backend=c10d
+	# torchrun's name for either: c10d is esv-rdzv, etcd is etcd v3.
+	[ "$RZ_BACKEND" = etcd ] && backend=etcd
 	REC=$T/rec RZ_NODE=$name RZ_STOP_FLAG=$T/stop start_sup "$T/$name" \
-	    --rdzv-backend c10d --rdzv-endpoint "$EP" --rdzv-id torchjob \
+	    --rdzv-backend $backend --rdzv-endpoint "$EP" --rdzv-id torchjob \
 	    --nnodes 2:3 --nproc-per-node 2 --max-restarts 3 \
-	    --rdzv-conf "token_file=$T/token,last_call_timeout=2s" \
+	    --rdzv-conf "$(rz_conf "token_file=$T/token,last_call_timeout=2s")" \
 	    --shutdown-timeout 5s --python "$TORCH_PY" -- \
 	    "$TORCH_DIR/elastic_worker.py"
 	eval "pid_$name=\$SUP_PID"
