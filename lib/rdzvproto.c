@@ -151,6 +151,12 @@ addr_ok(const char *s)
 	return chars_ok(s, RDZV_ADDR_MAX, "._:%-");
 }
 
+bool
+rdzv_addr_ok(const char *s)
+{
+	return addr_ok(s);
+}
+
 static bool
 hex_ok(const char *s, size_t len)
 {

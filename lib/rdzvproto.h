@@ -134,6 +134,8 @@ int	rdzv_msg_parse(const char *line, struct rdzv_msg *m, char *err,
 int	rdzv_msg_format(char *buf, size_t len, const struct rdzv_msg *m);
 
 bool	rdzv_name_ok(const char *s);
+/* A MASTER_ADDR the protocol carries: a numeric address or a host name. */
+bool	rdzv_addr_ok(const char *s);
 
 /*
  * Read the shared token: the first line of path, which must be a regular

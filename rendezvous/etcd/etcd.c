@@ -2,7 +2,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <resolv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +30,7 @@ struct req {
 	unsigned		 backoff_ms;
 	long long		 retry_at;	/* waiting to be sent again */
 	bool			 failed;	/* the stream's reply was bad */
+	bool			 waiting;	/* on e->waiting, not active */
 	char			 why[CURL_ERROR_SIZE + 64];
 	char			 errbuf[CURL_ERROR_SIZE];
 	TAILQ_ENTRY(req)	 entry;
@@ -66,65 +66,6 @@ unsigned
 etcd_pending(const struct etcd *e)
 {
 	return e->npending;
-}
-
-json_t *
-etcd_b64(const char *s, size_t len)
-{
-	char *out;
-	size_t olen = 4 * ((len + 2) / 3) + 1;
-	json_t *j;
-
-	if ((out = malloc(olen)) == NULL)
-		return NULL;
-	if (b64_ntop((const unsigned char *)s, len, out, olen) == -1) {
-		free(out);
-		return NULL;
-	}
-	j = json_string(out);
-	free(out);
-	return j;
-}
-
-int
-etcd_unb64(json_t *field, char *buf, size_t len)
-{
-	const char *s;
-	int n;
-
-	if (field == NULL) {
-		if (len > 0)
-			buf[0] = '\0';
-		return 0;
-	}
-	if ((s = json_string_value(field)) == NULL || len == 0)
-		return -1;
-	if ((n = b64_pton(s, (unsigned char *)buf, len - 1)) < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
-int
-etcd_int(json_t *obj, const char *name, long long *out)
-{
-	json_t *v = obj != NULL ? json_object_get(obj, name) : NULL;
-	const char *s;
-	char *end;
-
-	*out = 0;
-	if (v == NULL)
-		return 0;
-	if (json_is_integer(v)) {
-		*out = json_integer_value(v);
-		return 0;
-	}
-	if ((s = json_string_value(v)) == NULL || *s == '\0')
-		return -1;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	/* Lease ids are int64 beyond 2^53: never through a double. */
-	return errno != 0 || *end != '\0' ? -1 : 0;
 }
 
 /* ---- libcurl on our loop ---- */
@@ -244,6 +185,7 @@ on_retry_timer(struct watch *w, uint32_t events)
 	TAILQ_FOREACH_SAFE(r, &e->waiting, entry, next)
 		if (r->retry_at <= now) {
 			TAILQ_REMOVE(&e->waiting, r, entry);
+			r->waiting = false;
 			start(r);
 		}
 	rearm_retry(e);
@@ -326,6 +268,7 @@ start(struct req *r)
 {
 	struct etcd *e = r->e;
 	char url[512];
+	CURLMcode mc;
 
 	r->ep = e->cur;
 	r->len = 0;
@@ -357,13 +300,16 @@ start(struct req *r)
 		curl_easy_setopt(r->h, CURLOPT_SSLCERT, e->conf.cert);
 	if (e->conf.key != NULL)
 		curl_easy_setopt(r->h, CURLOPT_SSLKEY, e->conf.key);
-	if (curl_multi_add_handle(e->multi, r->h) != CURLM_OK)
+	if ((mc = curl_multi_add_handle(e->multi, r->h)) != CURLM_OK) {
+		warn_msg("etcd: %s: %s", r->path, curl_multi_strerror(mc));
 		goto fail;
+	}
 	TAILQ_INSERT_TAIL(&e->active, r, entry);
 	return;
 fail:
 	/* Out of memory in curl: try again later, as for a network fault. */
 	r->retry_at = mono_ms() + BACKOFF_MAX_MS;
+	r->waiting = true;
 	TAILQ_INSERT_TAIL(&e->waiting, r, entry);
 	rearm_retry(e);
 }
@@ -393,6 +339,7 @@ retry(struct req *r)
 	r->retry_at = mono_ms() + r->backoff_ms +
 	    arc4random_uniform(r->backoff_ms / 4 + 1);
 	curl_multi_remove_handle(e->multi, r->h);
+	r->waiting = true;
 	TAILQ_INSERT_TAIL(&e->waiting, r, entry);
 	rearm_retry(e);
 }
@@ -482,6 +429,20 @@ check_done(struct etcd *e)
 	}
 }
 
+/*
+ * Start r from the loop, not here: a call made from inside one of curl's
+ * callbacks (a watch's message) may not add a handle to the multi handle
+ * (CURLM_RECURSIVE_API_CALL).
+ */
+static void
+defer(struct req *r)
+{
+	r->retry_at = mono_ms();
+	r->waiting = true;
+	TAILQ_INSERT_TAIL(&r->e->waiting, r, entry);
+	rearm_retry(r->e);
+}
+
 static struct req *
 req_new(struct etcd *e, const char *path, json_t *body)
 {
@@ -513,7 +474,7 @@ etcd_call(struct etcd *e, const char *path, json_t *body, etcd_reply_fn *fn,
 	r->fn = fn;
 	r->ctx = ctx;
 	e->npending++;
-	start(r);
+	defer(r);
 	return 0;
 }
 
@@ -529,7 +490,7 @@ etcd_stream_open(struct etcd *e, const char *path, json_t *body,
 	r->msg = msg;
 	r->end = end;
 	r->ctx = ctx;
-	start(r);
+	defer(r);
 	return (struct etcd_stream *)r;
 }
 
@@ -540,8 +501,11 @@ etcd_stream_close(struct etcd_stream *s)
 
 	if (r == NULL)
 		return;
-	/* Streams are never retried: they are always active. */
-	TAILQ_REMOVE(&r->e->active, r, entry);
+	/* Waiting for its start, or running. */
+	if (r->waiting)
+		TAILQ_REMOVE(&r->e->waiting, r, entry);
+	else
+		TAILQ_REMOVE(&r->e->active, r, entry);
 	req_free(r);
 }
 

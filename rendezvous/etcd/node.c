@@ -311,7 +311,9 @@ result_read(struct node *n, unsigned round, struct result *res)
 		if (json_unpack_ex(m, &je, 0, "{s:s, s:s, s:s, s:I, s:I}",
 		    "id", &res->m[i].id, "role", &res->m[i].role, "addr",
 		    &res->m[i].addr, "nproc", &nproc, "port", &port) == -1 ||
-		    nproc < 1 || nproc > 4096 || port < 0 || port > 65535)
+		    nproc < 1 || nproc > 4096 || port < 0 || port > 65535 ||
+		    !rdzv_name_ok(res->m[i].id) || !rdzv_name_ok(res->m[i].role) ||
+		    !rdzv_addr_ok(res->m[i].addr))
 			goto bad;
 		res->m[i].nproc = nproc;
 		res->m[i].port = port;
@@ -608,6 +610,32 @@ by_create(const void *a, const void *b)
 }
 
 /*
+ * A join key as a member of the result, if it is one esv wrote: what
+ * other nodes would refuse in the result must not get there.
+ */
+static json_t *
+join_value(struct node *n, const struct kv *kv, const char *pfx)
+{
+	const char *id = kv->key + strlen(pfx), *role, *addr;
+	json_int_t nproc, port;
+	json_error_t je;
+	json_t *jv;
+
+	if ((jv = json_loads(kv->val, 0, &je)) == NULL ||
+	    json_unpack_ex(jv, &je, 0, "{s:I, s:s, s:s, s:I}", "nproc", &nproc,
+	    "role", &role, "addr", &addr, "port", &port) == -1 ||
+	    nproc < 1 || nproc > 4096 || port < 0 || port > 65535 ||
+	    !rdzv_name_ok(id) || !rdzv_name_ok(role) || !rdzv_addr_ok(addr)) {
+		warn_msg("etcd: %s%s: not a join esv wrote; left out",
+		    n->prefix, kv->key);
+		json_decref(jv);
+		return NULL;
+	}
+	json_object_set_new(jv, "id", json_string(id));
+	return jv;
+}
+
+/*
  * Write round C's result: the nodes in it (the first max to join, the
  * expected first), ordered by node id as esv-rdzv orders them.  The
  * compare on seq makes the result the nodes this copy saw: a join since
@@ -621,7 +649,6 @@ commit(struct node *n, const struct state *st)
 	json_t *members, *m, *jv, **arr, *cmp, *ops;
 	unsigned count, i, take;
 	char *sv;
-	json_error_t je;
 	struct kv *seq;
 
 	snprintf(pfx, sizeof(pfx), "r/%u/join/", st->round);
@@ -637,13 +664,14 @@ commit(struct node *n, const struct state *st)
 	    kv = RB_NEXT(kvtree, &n->kvs, kv))
 		joins[i++] = kv;
 	qsort(joins, count, sizeof(*joins), by_create);
-	take = count < st->max ? count : st->max;
-	for (i = 0; i < take; i++) {
-		if ((jv = json_loads(joins[i]->val, 0, &je)) == NULL)
-			jv = json_object();
-		json_object_set_new(jv, "id", json_string(joins[i]->key +
-		    strlen(pfx)));
-		arr[i] = jv;
+	take = 0;
+	for (i = 0; i < count && take < st->max; i++)
+		if ((jv = join_value(n, joins[i], pfx)) != NULL)
+			arr[take++] = jv;
+	if (take == 0) {
+		free(arr);
+		free(joins);
+		return;
 	}
 	qsort(arr, take, sizeof(*arr), by_id);
 	members = json_array();
