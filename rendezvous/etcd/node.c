@@ -103,6 +103,7 @@ struct node {
 
 	struct kvtree		 kvs;
 	long long		 rev;		/* of the copy */
+	long long		 read_rev;	/* of its last read */
 	long long		 need_rev;	/* decide once rev gets here */
 	bool			 ready;
 	bool			 ranging;
@@ -113,8 +114,7 @@ struct node {
 
 	struct watch		 timer;
 	bool			 busy;		/* a write in flight */
-	bool			 stale;		/* lost a race: wait for news */
-	long long		 stale_at;
+	bool			 stale;		/* lost a race: reading */
 	bool			 close_wanted;	/* CLOSE to write */
 	bool			 doubt_logged;
 	then_fn			*then;
@@ -191,12 +191,18 @@ kv_count(struct node *n, const char *pfx)
 	return c;
 }
 
-/* Apply one kv of a range or a watch event; del: it was deleted. */
+/*
+ * Apply one kv of a range (initial) or of a watch event (del: it was
+ * deleted).  The copy's revision is that of the last event applied, or of
+ * the last read; events at or below the read's are old news (one write
+ * may bring several events of one revision).
+ */
 static void
-apply(struct node *n, json_t *jkv, bool del)
+apply(struct node *n, json_t *jkv, bool del, bool initial)
 {
 	char key[1024], val[4096];
 	size_t plen = strlen(n->prefix);
+	long long rev;
 	struct kv *kv;
 	unsigned round;
 	int vlen;
@@ -206,6 +212,13 @@ apply(struct node *n, json_t *jkv, bool del)
 		warn_msg("etcd: a key outside %s or not base64: ignored",
 		    n->prefix);
 		return;
+	}
+	/* What a read since brought already: the watch is behind it. */
+	if (etcd_int(jkv, "mod_revision", &rev) == 0 && rev > 0) {
+		if (rev <= n->read_rev && !initial)
+			return;
+		if (!initial && rev > n->rev)
+			n->rev = rev;
 	}
 	kv = kv_get(n, key + plen);
 	if (del) {
@@ -402,6 +415,8 @@ cmp_mod(struct node *n, const char *rel, long long mod)
 	    "target", "MOD", "result", "EQUAL", "mod_revision", v);
 }
 
+static void	refresh(struct node *);
+
 static void
 on_txn(void *ctx, json_t *reply, const char *err)
 {
@@ -416,18 +431,20 @@ on_txn(void *ctx, json_t *reply, const char *err)
 		warn_msg("etcd: a write was refused: %s", err);
 	else {
 		ok = json_is_true(json_object_get(reply, "succeeded"));
-		/* Decide again only from a copy that has seen this. */
-		if (header_rev(reply, &rev) && rev > n->need_rev)
+		/* Decide again only from a copy that has seen our write. */
+		if (ok && header_rev(reply, &rev) && rev > n->need_rev)
 			n->need_rev = rev;
 	}
 	/*
-	 * A compare that failed saw a copy behind etcd: the winner's write
-	 * is on its way down the watch, and deciding before it comes would
-	 * only lose again.
+	 * A compare that failed saw a copy behind etcd.  If the watch has
+	 * not brought the winner's write yet, read the job's keys now
+	 * rather than wait: the revision etcd answered with may be of
+	 * another job's write, which our watch never sees.
 	 */
 	if (reply != NULL && !ok) {
-		n->stale = true;
-		n->stale_at = mono_ms();
+		n->need_rev = 0;
+		if (header_rev(reply, &rev) && rev > n->rev)
+			refresh(n);
 	}
 	if (then != NULL)
 		then(n, ok);
@@ -1099,7 +1116,7 @@ on_watch_msg(void *ctx, json_t *res)
 {
 	struct node *n = ctx;
 	json_t *events, *ev;
-	long long rev, compact;
+	long long compact;
 	size_t i;
 
 	if (json_is_true(json_object_get(res, "canceled"))) {
@@ -1114,15 +1131,11 @@ on_watch_msg(void *ctx, json_t *res)
 	if (json_is_true(json_object_get(res, "created")))
 		return true;
 	events = json_object_get(res, "events");
-	if (json_array_size(events) > 0)
-		n->stale = false;
 	json_array_foreach(events, i, ev)
 		apply(n, json_object_get(ev, "kv"), json_string_value(
 		    json_object_get(ev, "type")) != NULL && strcmp(
 		    json_string_value(json_object_get(ev, "type")), "DELETE") ==
-		    0);
-	if (header_rev(res, &rev) && rev > n->rev)
-		n->rev = rev;
+		    0, false);
 	evaluate(n);
 	return true;
 }
@@ -1189,12 +1202,62 @@ on_range(void *ctx, json_t *reply, const char *err)
 	kv_clear(n);
 	kvs = json_object_get(reply, "kvs");
 	json_array_foreach(kvs, i, kv)
-		apply(n, kv, false);
+		apply(n, kv, false, true);
 	header_rev(reply, &n->rev);
+	n->read_rev = n->rev;
 	n->ready = true;
 	n->stale = false;
 	watch_open(n);
 	evaluate(n);
+}
+
+/*
+ * A fresh read after a lost race, the watch left running.  A read older
+ * than the copy is dropped (the watch overtook it); a newer one replaces
+ * the copy, and a last call that it no longer has has expired.
+ */
+static void
+on_refresh(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	struct kv k = { .key = "r/" }, *kv;
+	json_t *kvs, *j;
+	long long rev;
+	unsigned round, lc[8], nlc = 0, i;
+	size_t x;
+
+	n->stale = false;
+	if (reply == NULL || !header_rev(reply, &rev)) {
+		warn_msg("etcd: reading %s: %s", n->prefix, err != NULL ? err :
+		    "no revision in the reply");
+		evaluate(n);
+		return;
+	}
+	if (rev > n->rev) {
+		for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
+		    nlc < 8; kv = RB_NEXT(kvtree, &n->kvs, kv))
+			if (sscanf(kv->key, "r/%u/lastcall", &round) == 1 &&
+			    strcmp(strrchr(kv->key, '/'), "/lastcall") == 0)
+				lc[nlc++] = round;
+		kv_clear(n);
+		kvs = json_object_get(reply, "kvs");
+		json_array_foreach(kvs, x, j)
+			apply(n, j, false, true);
+		n->rev = n->read_rev = rev;
+		for (i = 0; i < nlc; i++)
+			if (kv_getf(n, "r/%u/lastcall", lc[i]) == NULL)
+				n->lastcall_gone = lc[i];
+	}
+	evaluate(n);
+}
+
+static void
+refresh(struct node *n)
+{
+	n->stale = true;
+	if (etcd_call(n->e, "/v3/kv/range", prefix_range(n), on_refresh, n) ==
+	    -1)
+		n->stale = false;
 }
 
 static void
@@ -1368,9 +1431,6 @@ rearm(struct node *n)
 		SOONER(now + WATCH_RETRY_MS);
 	if (n->shutting)
 		SOONER(n->shutdown_by);
-	/* News that never came: decide again all the same. */
-	if (n->stale)
-		SOONER(n->stale_at + 1000);
 #undef SOONER
 	timer_arm_ms(n->timer.fd, at == -1 ? -1 : at > now ? at - now : 0);
 }
@@ -1409,10 +1469,6 @@ on_timer(struct watch *w, uint32_t events)
 	else if (n->lease != 0 && !n->keepalive_asked &&
 	    now >= n->lease_ok_at + n->ttl_ms / 3)
 		keepalive(n);
-	if (n->stale && now >= n->stale_at + 1000) {
-		n->stale = false;
-		evaluate(n);
-	}
 	if (n->watch_at != 0 && now >= n->watch_at) {
 		if (!n->ready && !n->ranging)
 			sync_start(n);

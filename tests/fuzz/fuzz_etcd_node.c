@@ -216,6 +216,7 @@ kv_json(const char *key, const char *val, uint8_t b)
 	char lease[32];
 
 	snprintf(lease, sizeof(lease), "%d", (b & 1) ? 7 : 8);
+	revision++;
 	return json_pack("{s:o, s:o, s:I, s:I, s:s}", "key", etcd_b64(key,
 	    strlen(key)), "value", etcd_b64(val, strlen(val)),
 	    "create_revision", (json_int_t)revision, "mod_revision",
@@ -232,7 +233,7 @@ event(json_t *kv, bool del)
 		json_decref(kv);
 		return;
 	}
-	snprintf(rev, sizeof(rev), "%lld", ++revision);
+	snprintf(rev, sizeof(rev), "%lld", revision);
 	ev = json_pack("{s:o}", "kv", kv);
 	if (del)
 		json_object_set_new(ev, "type", json_string("DELETE"));
@@ -338,8 +339,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (i >= size)
 				break;
 			pick_key(data[i++], key, sizeof(key));
-			event(json_pack("{s:o}", "key", etcd_b64(key,
-			    strlen(key))), true);
+			revision++;
+			event(json_pack("{s:o, s:I}", "key", etcd_b64(key,
+			    strlen(key)), "mod_revision", (json_int_t)revision),
+			    true);
 			break;
 		case 5:
 			if (watch == NULL)

@@ -107,6 +107,14 @@ esv_cleanup()
 	esv_kill_tagged
 	sleep 0.1
 	esv_kill_tagged
+	# The daemons a test starts write their sanitizers' reports to the
+	# stderr files the test keeps: a report fails the test that passed.
+	if [ "$rc" -eq 0 ] && [ -d "$T" ] && grep -rlE \
+	    'ERROR: (Address|Leak|Memory|Thread)Sanitizer|runtime error: ' \
+	    --include='*.err' "$T" >"$T/.sanitizer" 2>/dev/null; then
+		echo "FAIL: ${0##*/}: a sanitizer report in $(tr '\n' ' ' <"$T/.sanitizer")" >&2
+		rc=1
+	fi
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] || [ -n "${ESV_KEEP:-}" ]; then
 		echo "${0##*/}: exit $rc, work directory kept: $T" >&2
 	else
