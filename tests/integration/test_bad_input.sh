@@ -155,7 +155,11 @@ newcase
 config_error "--standalone with --nnodes 2" ".*(standalone|nnodes)" \
     --standalone --nnodes 2 --no-python -- "$W"
 newcase
-config_error "--rdzv-backend etcd" ".*rdzv.backend.*etcd" \
+config_error "--rdzv-backend zookeeper" ".*rdzv.backend.*zookeeper" \
+    --rdzv-backend zookeeper --no-python -- "$W"
+newcase
+config_error "--rdzv-backend etcd without an endpoint" \
+    "rdzv_endpoint: required by the etcd backend" \
     --rdzv-backend etcd --no-python -- "$W"
 newcase
 config_error "--rdzv-backend c10d without an endpoint" ".*rdzv_endpoint" \
