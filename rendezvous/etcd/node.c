@@ -825,6 +825,35 @@ alive_members(struct node *n, const struct state *st)
 	return c;
 }
 
+/*
+ * Whether this node is the one to write round r's decisions (its
+ * completion, its last call, a restart when a member is lost): the
+ * node in it that joined first, and has not finished (running: its
+ * group's exit keys count it out).  Every node finds the same one in
+ * its copy, so a round is decided by one write instead of a race of
+ * all its nodes; if that node dies, its join key goes with its lease
+ * and the next one takes over.
+ */
+static bool
+acts_for(struct node *n, unsigned r, bool running)
+{
+	char pfx[64];
+	struct kv k = { .key = pfx }, *kv, *first = NULL;
+	size_t len;
+
+	snprintf(pfx, sizeof(pfx), "r/%u/join/", r);
+	len = strlen(pfx);
+	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
+	    strncmp(kv->key, pfx, len) == 0; kv = RB_NEXT(kvtree, &n->kvs, kv)) {
+		if (running && kv_getf(n, "r/%u/exit/%s", r, kv->key + len) !=
+		    NULL)
+			continue;
+		if (first == NULL || kv->create < first->create)
+			first = kv;
+	}
+	return first != NULL && strcmp(first->key + len, n->me.node_id) == 0;
+}
+
 static void
 join_step(struct node *n, struct state *st)
 {
@@ -884,6 +913,8 @@ join_step(struct node *n, struct state *st)
 		joined = kv_count(n, key);
 		if (n->told_joined != c + 1)
 			say_joined(n, c, joined);
+		if (!acts_for(n, c, false))
+			return;
 		if (joined >= st->max ||
 		    (joined >= st->min && all_expected_in(n, st)) ||
 		    (joined >= st->min && n->lastcall_gone == (long long)c)) {
@@ -933,6 +964,7 @@ running_step(struct node *n, struct state *st)
 	struct result res;
 	unsigned i, alive = 0;
 	long long waiting;
+	bool acts;
 
 	if (st->round > n->cur) {
 		say_n(n, RV_RESTART, st->round);
@@ -941,12 +973,14 @@ running_step(struct node *n, struct state *st)
 	}
 	if (st->status != ST_RUNNING || !result_read(n, n->cur, &res))
 		return;
+	acts = acts_for(n, n->cur, true);
 	for (i = 0; i < res.n; i++) {
 		if (kv_getf(n, "r/%u/join/%s", n->cur, res.m[i].id) != NULL) {
 			alive++;
 			continue;
 		}
-		if (kv_getf(n, "r/%u/exit/%s", n->cur, res.m[i].id) == NULL) {
+		if (acts && kv_getf(n, "r/%u/exit/%s", n->cur, res.m[i].id) ==
+		    NULL) {
 			char why[300];
 
 			snprintf(why, sizeof(why), "node %s lost", res.m[i].id);
@@ -961,7 +995,7 @@ running_step(struct node *n, struct state *st)
 		say_n(n, RV_WAITING, waiting);
 		n->told_waiting = waiting;
 	}
-	if (waiting > 0 && alive + 1 <= st->max)
+	if (acts && waiting > 0 && alive + 1 <= st->max)
 		bump(n, st, n->cur + 1, "a node waits and there is room");
 }
 
@@ -983,10 +1017,13 @@ barrier_step(struct node *n, struct state *st)
 	if (!st->present || st->status == ST_OPEN ||
 	    !result_read(n, st->round, &res))
 		return;
+	/*
+	 * Every member finished, or is gone (its lease with it): a node
+	 * that died does not hold the others, as with esv-rdzv.
+	 */
 	for (i = 0; i < res.n && all; i++)
 		if (kv_getf(n, "r/%u/exit/%s", st->round, res.m[i].id) == NULL &&
-		    (st->status != ST_CLOSED || kv_getf(n, "r/%u/join/%s",
-		    st->round, res.m[i].id) != NULL))
+		    kv_getf(n, "r/%u/join/%s", st->round, res.m[i].id) != NULL)
 			all = false;
 	result_done(&res);
 	if (!all)
