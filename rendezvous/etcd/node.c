@@ -114,6 +114,7 @@ struct node {
 
 	struct watch		 timer;
 	bool			 busy;		/* a write in flight */
+	unsigned		 lc_round;	/* of the last call being made */
 	bool			 stale;		/* lost a race: reading */
 	bool			 close_wanted;	/* CLOSE to write */
 	bool			 doubt_logged;
@@ -729,16 +730,11 @@ lastcall_put(struct node *n, long long lease, unsigned round)
 	    json_pack("[{s:o}]", "request_put", put), NULL);
 }
 
-struct lc_ctx {
-	struct node	*n;
-	unsigned	 round;
-};
-
+/* The lease for the last call of round n->lc_round came (or not). */
 static void
 on_lastcall_lease(void *ctx, json_t *reply, const char *err)
 {
-	struct lc_ctx *c = ctx;
-	struct node *n = c->n;
+	struct node *n = ctx;
 	long long id;
 
 	n->busy = false;
@@ -746,8 +742,7 @@ on_lastcall_lease(void *ctx, json_t *reply, const char *err)
 		warn_msg("etcd: a lease for the last call: %s", err != NULL ?
 		    err : "no ID in the reply");
 	else
-		lastcall_put(n, id, c->round);
-	free(c);
+		lastcall_put(n, id, n->lc_round);
 	if (n->busy)
 		return;
 	if (n->shutting)
@@ -765,22 +760,17 @@ static void
 lastcall_open(struct node *n, const struct state *st)
 {
 	long long ms = st->last_call_ms;
-	struct lc_ctx *c;
 
 	if (st->expect != NULL && json_array_size(st->expect) > 0 &&
 	    ms < RECOVERY_MS)
 		ms = RECOVERY_MS;
-	if ((c = malloc(sizeof(*c))) == NULL)
-		return;
-	c->n = n;
-	c->round = st->round;
+	/* One write at a time (busy): the round is the node's to keep. */
+	n->lc_round = st->round;
 	n->busy = true;
 	if (etcd_call(n->e, "/v3/lease/grant", json_pack("{s:I}", "TTL",
 	    (json_int_t)((ms + 999) / 1000 > 0 ? (ms + 999) / 1000 : 1)),
-	    on_lastcall_lease, c) == -1) {
+	    on_lastcall_lease, n) == -1)
 		n->busy = false;
-		free(c);
-	}
 }
 
 static bool
