@@ -38,6 +38,12 @@
 #define WATCH_RETRY_MS	200
 #define SHUTDOWN_MS	3000	/* to revoke the lease on the way out */
 #define MAX_MEMBERS	8192
+/*
+ * Of one value: a result names every member (some 80 bytes each, up to
+ * 400 with names of the protocol's longest), and etcd takes requests of
+ * 1.5 MiB by default.
+ */
+#define VALUE_MAX	(4u << 20)
 
 struct kv {
 	RB_ENTRY(kv)	 entry;
@@ -201,12 +207,12 @@ kv_count(struct node *n, const char *pfx)
 static void
 apply(struct node *n, json_t *jkv, bool del, bool initial)
 {
-	char key[1024], val[4096];
-	size_t plen = strlen(n->prefix);
+	char key[1024], *val;
+	const char *b64;
+	size_t plen = strlen(n->prefix), cap;
 	long long rev;
 	struct kv *kv;
 	unsigned round;
-	int vlen;
 
 	if (etcd_unb64(json_object_get(jkv, "key"), key, sizeof(key)) < 0 ||
 	    strncmp(key, n->prefix, plen) != 0) {
@@ -230,23 +236,36 @@ apply(struct node *n, json_t *jkv, bool del, bool initial)
 			n->lastcall_gone = round;
 		return;
 	}
-	if ((vlen = etcd_unb64(json_object_get(jkv, "value"), val,
-	    sizeof(val))) < 0) {
-		warn_msg("etcd: %s%s: value not base64 or over %zu bytes: "
-		    "ignored", n->prefix, key + plen, sizeof(val) - 1);
+	/* Three bytes for every four characters of base64, and the NUL. */
+	b64 = json_string_value(json_object_get(jkv, "value"));
+	cap = (b64 != NULL ? strlen(b64) / 4 * 3 : 0) + 4;
+	if (cap > VALUE_MAX + 4) {
+		warn_msg("etcd: %s%s: value over %u bytes: ignored", n->prefix,
+		    key + plen, VALUE_MAX);
+		return;
+	}
+	if ((val = malloc(cap)) == NULL) {
+		warn_sys("etcd: %s", key);
+		return;
+	}
+	if (etcd_unb64(json_object_get(jkv, "value"), val, cap) < 0) {
+		warn_msg("etcd: %s%s: value not base64: ignored", n->prefix,
+		    key + plen);
+		free(val);
 		return;
 	}
 	if (kv == NULL) {
 		if ((kv = calloc(1, sizeof(*kv))) == NULL ||
 		    (kv->key = strdup(key + plen)) == NULL) {
 			free(kv);
+			free(val);
 			warn_sys("etcd: %s", key);
 			return;
 		}
 		RB_INSERT(kvtree, &n->kvs, kv);
 	}
 	free(kv->val);
-	kv->val = strdup(val);
+	kv->val = val;
 	if (etcd_int(jkv, "create_revision", &kv->create) == -1 ||
 	    etcd_int(jkv, "mod_revision", &kv->mod) == -1 ||
 	    etcd_int(jkv, "lease", &kv->lease) == -1)
