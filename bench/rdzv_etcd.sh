@@ -4,7 +4,7 @@
 # one-member etcd, beside esv-rdzv for the same K (bench/rdzv_bench.c both
 # ways); the etcd requests a round costs; the helpers' memory; how soon the
 # other nodes hear of a node lost (kill -9: its lease expires) and of a node
-# that leaves (its lease revoked); and, for the largest K, a floor: the same
+# that leaves (its lease revoked); and, for each K, a floor: the same
 # fan-out of join events to K watchers on a bare etcd, with curl.
 # See bench/README.md, "Rendezvous on etcd".  It measures and prints; it
 # asserts nothing and exits 0 even when a target is missed.
@@ -15,7 +15,7 @@
 #   BENCH_K          node counts ("2 64 512")
 #   BENCH_RUNS       runs per K and backend, median reported (3)
 #   BENCH_LIVE_REPS  repetitions of each liveness timing (5)
-#   BENCH_FLOOR      1: measure the curl floor at the largest K (1)
+#   BENCH_FLOOR      1: measure the curl floor at each K (1)
 #   BENCH_ETCD       the etcd binary (/usr/bin/etcd)
 #   BENCH_KEEP       keep etcd's data and log, the helpers' logs and the
 #                    outputs here
@@ -78,6 +78,7 @@ import json
 import os
 import random
 import re
+import resource
 import select
 import selectors
 import signal
@@ -91,7 +92,7 @@ import urllib.request
 
 WORK = os.environ["BENCH_WORK"]
 sys.path.insert(0, os.environ["BENCH_DIR"])
-from benchlib import fstype, loadavg, cpu_ns  # noqa: E402
+from benchlib import cpu_ns, fstype, loadavg, status_kib  # noqa: E402
 from rdzvlink import KeepaliveProxy, Node, pump  # noqa: E402
 
 ETCD = os.environ["BENCH_ETCD"]
@@ -463,7 +464,7 @@ def floor(etcd, k):
     from the last write's reply until every watcher has every event is
     what etcd and its JSON gateway alone take to fan out a round's joins,
     with nothing decided."""
-    prefix = f"/floor/{os.getpid()}/"
+    prefix = f"/floor/{os.getpid()}-{k}/"
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
     body = json.dumps({"create_request": {"key": b64(prefix),
                                           "range_end": b64(end)}})
@@ -485,7 +486,9 @@ def floor(etcd, k):
 
     def read_some(deadline, cond):
         while not cond() and time.monotonic() < deadline:
-            for key, _ in sel.select(max(0, deadline - time.monotonic())):
+            # Short: the writers' end is a condition no fd tells.
+            for key, _ in sel.select(min(0.05, max(0, deadline -
+                                                   time.monotonic()))):
                 i = key.data
                 try:
                     data = os.read(key.fileobj.fileno(), 1 << 20)
@@ -508,7 +511,11 @@ def floor(etcd, k):
         notes.append(f"floor: {k - sum(created)} of {k} watches not "
                      "created within 60 s")
     time.sleep(0.5)
+    # The same libcurl as the helpers' (and its TLS libraries), watching.
+    curl_mem = status_kib(procs[0].pid)
     c0 = etcd.cpu_ms()
+    u0 = resource.getrusage(resource.RUSAGE_SELF)
+    curl0 = sum(cpu_ns(p.pid) or 0 for p in procs) / 1e6
     host = ("127.0.0.1", etcd.port)
     stamps = []
 
@@ -547,6 +554,8 @@ def floor(etcd, k):
     for t in threads:
         t.join()
     c1 = etcd.cpu_ms()
+    u1 = resource.getrusage(resource.RUSAGE_SELF)
+    curl1 = sum(cpu_ns(p.pid) or 0 for p in procs) / 1e6
     for p in procs:
         p.kill()
     for p in procs:
@@ -564,7 +573,11 @@ def floor(etcd, k):
     return {"k": k, "writes_ms": (last_w - first_w) * 1000,
             "last_write_to_last_event_ms": (max(t_done) - last_w) * 1000,
             "first_write_to_last_event_ms": (max(t_done) - first_w) * 1000,
-            "etcd_cpu_ms": c1 - c0}
+            "etcd_cpu_ms": c1 - c0, "curl_cpu_ms": curl1 - curl0,
+            "reader_cpu_ms": (u1.ru_utime + u1.ru_stime - u0.ru_utime -
+                              u0.ru_stime) * 1000,
+            "curl_rss_kib": curl_mem["VmRSS"],
+            "curl_anon_kib": curl_mem["RssAnon"]}
 
 
 # ---- output ----
@@ -580,6 +593,12 @@ def fmt(v, prec=1):
 
 def failed(rows):
     return sum(1 for r in rows if r is None)
+
+
+def hexits(rows):
+    """Runs that completed the round but where a helper did not exit 0
+    within 5 s of the hang-up."""
+    return sum(1 for r in rows if r is not None and r.get("ok") != 1)
 
 
 def table(esv, et):
@@ -603,7 +622,9 @@ def table(esv, et):
             fmt(med(et[k], "etcd_cpu_ms"), 0),
             fmt(None if rss is None else rss / 1024, 2),
             fmt(None if anon is None else anon / 1024, 2),
-            f"{failed(esv[k])}, {failed(et[k])} of {RUNS}"]) + " |")
+            f"{failed(esv[k])}, {failed(et[k])} of {RUNS}" +
+            (f" (+{hexits(et[k])} with a helper not gone in 5 s)"
+             if hexits(et[k]) else "")]) + " |")
     return "\n".join(out)
 
 
@@ -630,7 +651,7 @@ def raw(esv, et):
                           "helper_rss_max_kib", "helper_rss_median_kib",
                           "helper_hwm_max_kib", "helper_anon_max_kib",
                           "helper_pss_max_kib", "helper_exit_max_ms",
-                          "drain_s"])):
+                          "helpers_failed", "drain_s"])):
         for k, rows in d.items():
             for key in keys:
                 out.append(f"{name:8} K={k:<3} {key:28} " + " ".join(
@@ -697,7 +718,8 @@ try:
                          text=True).stdout.split("\n")[0]
     esv, et, warns = phase("rounds", rounds, etcd)
     loss, loss_ka, leave, live_warns = phase("liveness", liveness, etcd)
-    fl = phase("floor", floor, etcd, max(KS)) if FLOOR else None
+    fl = phase("floor", lambda: [floor(etcd, k) for k in KS]) \
+        if FLOOR else []
 finally:
     etcd.stop()
 u = os.uname()
@@ -720,13 +742,23 @@ print()
 print(verdicts(esv, et, loss, leave))
 print(f"\nnode loss, the victim's last keep-alive (or grant) sent to etcd, "
       f"to RESTART: {stats(loss_ka)}")
-if fl is not None:
-    print(f"\nfloor, K={fl['k']} curl watchers on a bare etcd, {fl['k']} "
-          f"join-shaped txns from 16 connections: writes took "
-          f"{fl['writes_ms']:.0f} ms; last write to last event at the last "
-          f"watcher {fl['last_write_to_last_event_ms']:.0f} ms; first write "
-          f"to it {fl['first_write_to_last_event_ms']:.0f} ms; etcd CPU "
-          f"{fl['etcd_cpu_ms']:.0f} ms")
+if fl:
+    print("\nfloor: K curl processes watch a prefix of a bare etcd as the "
+          "helpers do, and K transactions of a join's shape (2 puts, 1 "
+          "delete) come from 16 connections at once:\n")
+    print("| K | writes took, ms | first write to the last watcher's last "
+          "event, ms | last write to it, ms | etcd CPU, ms | the curls' CPU, "
+          "ms | the bench's CPU (writers, reader), ms | a curl's VmRSS / "
+          "RssAnon, MiB |\n|---|---|---|---|---|---|---|---|")
+    for f in fl:
+        if f is not None:
+            print(f"| {f['k']} | {f['writes_ms']:.0f} | "
+                  f"{f['first_write_to_last_event_ms']:.0f} | "
+                  f"{f['last_write_to_last_event_ms']:.0f} | "
+                  f"{f['etcd_cpu_ms']:.0f} | {f['curl_cpu_ms']:.0f} | "
+                  f"{f['reader_cpu_ms']:.0f} | "
+                  f"{f['curl_rss_kib'] / 1024:.2f} / "
+                  f"{f['curl_anon_kib'] / 1024:.2f} |")
 print("\nper-run values:")
 print(raw(esv, et))
 for k, kinds in warns.items():
