@@ -295,6 +295,8 @@ def helper_warnings(path):
     """The helpers' warning lines of a run, counted by kind (numbers and
     run ids out)."""
     kinds = {}
+    if not os.path.exists(path):
+        return kinds
     with open(path, errors="replace") as f:
         for line in f:
             if not line.startswith("esv-rdzv-etcd:") or \
