@@ -1466,6 +1466,12 @@ rearm(struct node *n)
 {
 	long long at = -1, now = mono_ms(), t;
 
+	/* On the way out the only deadline is the way out's. */
+	if (n->shutting) {
+		timer_arm_ms(n->timer.fd, n->shutdown_by > now ?
+		    n->shutdown_by - now : 0);
+		return;
+	}
 #define SOONER(x) do { t = (x); if (at == -1 || t < at) at = t; } while (0)
 	if (n->watch_at != 0)
 		SOONER(n->watch_at);
@@ -1473,10 +1479,8 @@ rearm(struct node *n)
 		SOONER(n->lease_ok_at + n->ttl_ms / 3);
 	if (n->lease != 0 && !n->doubt_logged)
 		SOONER(n->lease_ok_at + n->ttl_ms);
-	if (n->lease == 0 && !n->lease_asked && !n->shutting)
+	if (n->lease == 0 && !n->lease_asked)
 		SOONER(now + WATCH_RETRY_MS);
-	if (n->shutting)
-		SOONER(n->shutdown_by);
 #undef SOONER
 	timer_arm_ms(n->timer.fd, at == -1 ? -1 : at > now ? at - now : 0);
 }
@@ -1489,13 +1493,21 @@ on_timer(struct watch *w, uint32_t events)
 
 	(void)events;
 	timer_ack(w->fd);
+	/*
+	 * A wake before the deadline (an expiry of a deadline armed before
+	 * the shutdown): the timer is one-shot, so it is armed again, or
+	 * the 3 s would never come.
+	 */
 	if (n->shutting) {
-		if (now >= n->shutdown_by && !n->gone) {
+		if (n->gone)
+			return;
+		if (now >= n->shutdown_by) {
 			warn_msg("etcd: no answer to the lease's revocation: "
 			    "etcd expires it in %u ms", n->ttl_ms);
 			n->gone = true;
 			n->ops.gone(n->ops.ctx);
-		}
+		} else
+			rearm(n);
 		return;
 	}
 	/*
