@@ -77,6 +77,11 @@ flush_out(void)
 			continue;
 		if (n == -1 && errno == EAGAIN)
 			break;
+		/* The supervisor hung up while we wrote: a hang-up like EOF. */
+		if (n == -1 && (errno == EPIPE || errno == ECONNRESET)) {
+			link_close(NULL);
+			return;
+		}
 		if (n == -1) {
 			link_close(strerror(errno));
 			return;
