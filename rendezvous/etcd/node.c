@@ -184,18 +184,46 @@ kv_clear(struct node *n)
 		kv_del(n, kv);
 }
 
+/* The keys that begin with pfx, in order: the tree keeps them together. */
+static struct kv *
+kv_from(struct kv *kv, const char *pfx)
+{
+	return kv != NULL && strncmp(kv->key, pfx, strlen(pfx)) == 0 ? kv :
+	    NULL;
+}
+
+static struct kv *
+kv_first(struct node *n, const char *pfx)
+{
+	struct kv k = { .key = (char *)pfx };
+
+	return kv_from(RB_NFIND(kvtree, &n->kvs, &k), pfx);
+}
+
+#define KV_PREFIX_FOREACH(kv, n, pfx)					\
+	for ((kv) = kv_first((n), (pfx)); (kv) != NULL;			\
+	    (kv) = kv_from(RB_NEXT(kvtree, &(n)->kvs, (kv)), (pfx)))
+
 /* How many keys begin with pfx. */
 static unsigned
 kv_count(struct node *n, const char *pfx)
 {
-	struct kv k = { .key = (char *)pfx }, *kv;
-	size_t len = strlen(pfx);
+	struct kv *kv;
 	unsigned c = 0;
 
-	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
-	    strncmp(kv->key, pfx, len) == 0; kv = RB_NEXT(kvtree, &n->kvs, kv))
+	KV_PREFIX_FOREACH(kv, n, pfx)
 		c++;
 	return c;
+}
+
+/* Is key round R's last call ("r/R/lastcall")? */
+static bool
+lastcall_key(const char *key, unsigned *round)
+{
+	const char *slash = strrchr(key, '/');
+
+	return sscanf(key, "r/%u/lastcall", round) == 1 && slash != NULL &&
+	    strcmp(slash, "/lastcall") == 0;
 }
 
 /*
@@ -231,8 +259,7 @@ apply(struct node *n, json_t *jkv, bool del, bool initial)
 	if (del) {
 		if (kv != NULL)
 			kv_del(n, kv);
-		if (sscanf(key + plen, "r/%u/lastcall", &round) == 1 &&
-		    strcmp(strrchr(key, '/'), "/lastcall") == 0)
+		if (lastcall_key(key + plen, &round))
 			n->lastcall_gone = round;
 		return;
 	}
@@ -515,7 +542,7 @@ bump(struct node *n, const struct state *st, unsigned to, const char *why)
 {
 	struct result res;
 	json_t *expect = json_array(), *ops;
-	struct kv k = { .key = "waiting/" }, *kv;
+	struct kv *kv;
 	char *val, old[64];
 	unsigned i, count = 0;
 
@@ -527,10 +554,9 @@ bump(struct node *n, const struct state *st, unsigned to, const char *why)
 				    json_string(res.m[i].id));
 		result_done(&res);
 	}
-	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
-	    strncmp(kv->key, "waiting/", 8) == 0 && count < st->max;
-	    kv = RB_NEXT(kvtree, &n->kvs, kv), count++)
-		json_array_append_new(expect, json_string(kv->key + 8));
+	KV_PREFIX_FOREACH(kv, n, "waiting/")
+		if (count++ < st->max)
+			json_array_append_new(expect, json_string(kv->key + 8));
 	info_msg("etcd: job %s: opening round %u (%s)", n->me.run_id, to,
 	    why);
 	val = state_json(st, to, "open", expect);
@@ -682,7 +708,7 @@ static void
 commit(struct node *n, const struct state *st)
 {
 	char pfx[64], key[64], *val;
-	struct kv k = { .key = pfx }, *kv, **joins;
+	struct kv *kv, **joins;
 	json_t *members, *m, *jv, **arr, *cmp, *ops;
 	unsigned count, i, take;
 	char *sv;
@@ -696,9 +722,7 @@ commit(struct node *n, const struct state *st)
 		return;
 	}
 	i = 0;
-	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL && i < count &&
-	    strncmp(kv->key, pfx, strlen(pfx)) == 0;
-	    kv = RB_NEXT(kvtree, &n->kvs, kv))
+	KV_PREFIX_FOREACH(kv, n, pfx)
 		joins[i++] = kv;
 	qsort(joins, count, sizeof(*joins), by_create);
 	take = 0;
@@ -847,13 +871,12 @@ static bool
 acts_for(struct node *n, unsigned r, bool running)
 {
 	char pfx[64];
-	struct kv k = { .key = pfx }, *kv, *first = NULL;
+	struct kv *kv, *first = NULL;
 	size_t len;
 
 	snprintf(pfx, sizeof(pfx), "r/%u/join/", r);
 	len = strlen(pfx);
-	for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
-	    strncmp(kv->key, pfx, len) == 0; kv = RB_NEXT(kvtree, &n->kvs, kv)) {
+	KV_PREFIX_FOREACH(kv, n, pfx) {
 		if (running && kv_getf(n, "r/%u/exit/%s", r, kv->key + len) !=
 		    NULL)
 			continue;
@@ -1266,7 +1289,7 @@ static void
 on_refresh(void *ctx, json_t *reply, const char *err)
 {
 	struct node *n = ctx;
-	struct kv k = { .key = "r/" }, *kv;
+	struct kv *kv;
 	json_t *kvs, *j;
 	long long rev;
 	unsigned round, lc[8], nlc = 0, i;
@@ -1280,10 +1303,8 @@ on_refresh(void *ctx, json_t *reply, const char *err)
 		return;
 	}
 	if (rev > n->rev) {
-		for (kv = RB_NFIND(kvtree, &n->kvs, &k); kv != NULL &&
-		    nlc < 8; kv = RB_NEXT(kvtree, &n->kvs, kv))
-			if (sscanf(kv->key, "r/%u/lastcall", &round) == 1 &&
-			    strcmp(strrchr(kv->key, '/'), "/lastcall") == 0)
+		KV_PREFIX_FOREACH(kv, n, "r/")
+			if (nlc < 8 && lastcall_key(kv->key, &round))
 				lc[nlc++] = round;
 		kv_clear(n);
 		kvs = json_object_get(reply, "kvs");
