@@ -1,15 +1,29 @@
 /*
  * The keys of job J, under P = <prefix>/J/ (esv-rdzv-etcd(8)):
  *
- *	state			{"round","status":"open|running|closed",
+ *	h/state			{"round","status":"open|running|closed",
  *				 "min","max","last_call_ms","expect":[ids]}
+ *	h/lead			lease: the node that decides, by its id
+ *	h/waiting		how many nodes wait for room, as the leader
+ *				 last counted them
+ *	h/r/R/result		{"members":[{id,nproc,role,addr,port}]}, by id
+ *	h/r/R/done		the exit barrier of round R has passed
  *	r/R/join/<node>		lease: the node is in round R
  *	r/R/seq			touched by every join: one revision to compare
  *	r/R/lastcall		its own lease, kept alive by nobody: the
  *				 last call of round R is open while it exists
- *	r/R/result		{"members":[{id,nproc,role,addr,port}]}, by id
  *	r/R/exit/<node>		lease: the node's group finished round R
  *	waiting/<node>		lease: the node waits for room
+ *	want/<node>		lease: the node's workers failed; it wants the
+ *				 round given as the value
+ *
+ * One node leads: it holds h/lead, watches every key and writes every
+ * decision (completion, last call, restarts, the barrier).  The others
+ * watch h/ alone, the few keys that change a few times a round, and
+ * write only their own keys: a round of K nodes costs etcd O(K) watch
+ * events, not the O(K^2) of every node watching every join.  If the
+ * leader dies, h/lead goes with its lease and the first node to create
+ * it again leads.
  *
  * Liveness is the lease alone: a node that dies loses its keys when etcd
  * expires its lease, one that leaves revokes it.  No clock of one host is
@@ -92,7 +106,7 @@ enum phase {
 	PH_BARRIER,	/* finished round cur, waits for the others */
 };
 
-typedef void	then_fn(struct node *, bool succeeded);
+typedef void	then_fn(struct node *, bool succeeded, json_t *reply);
 
 struct node {
 	struct etcd		*e;
@@ -108,6 +122,10 @@ struct node {
 	long long		 lease_sent_at;
 
 	struct kvtree		 kvs;
+	bool			 full;		/* leading: the copy is of all */
+	bool			 range_full;	/* scope of the read in flight */
+	bool			 refresh_full;
+	long long		 elect_rev;	/* tried to lead at this copy */
 	long long		 rev;		/* of the copy */
 	long long		 read_rev;	/* of its last read */
 	long long		 need_rev;	/* decide once rev gets here */
@@ -120,6 +138,7 @@ struct node {
 
 	struct watch		 timer;
 	bool			 busy;		/* a write in flight */
+	bool			 echo;		/* wait for it in the copy */
 	unsigned		 lc_round;	/* of the last call being made */
 	bool			 stale;		/* lost a race: reading */
 	bool			 close_wanted;	/* CLOSE to write */
@@ -130,6 +149,9 @@ struct node {
 	struct rdzv_join	 me;
 	unsigned		 target, cur, group_rank;
 	unsigned		 told_joined;	/* round + 1 */
+	/* Our keys etcd has (round + 1): a follower never sees them. */
+	unsigned		 joined, waited, exited, wanted;
+	unsigned		 asked;		/* round of the write in flight */
 	long long		 told_waiting;	/* -1: nothing told */
 	bool			 shutting;
 	long long		 shutdown_by;
@@ -312,7 +334,7 @@ header_rev(json_t *reply, long long *rev)
 static void
 state_read(struct node *n, struct state *st)
 {
-	struct kv *kv = kv_get(n, "state");
+	struct kv *kv = kv_get(n, "h/state");
 	json_error_t je;
 	const char *status = "";
 	json_int_t round = 0, min = 0, max = 0, lc = 0;
@@ -353,7 +375,7 @@ state_done(struct state *st)
 static bool
 result_read(struct node *n, unsigned round, struct result *res)
 {
-	struct kv *kv = kv_getf(n, "r/%u/result", round);
+	struct kv *kv = kv_getf(n, "h/r/%u/result", round);
 	json_t *arr, *m;
 	json_int_t nproc, port;
 	json_error_t je;
@@ -381,7 +403,7 @@ result_read(struct node *n, unsigned round, struct result *res)
 	res->n = json_array_size(arr);
 	return true;
 bad:
-	warn_msg("etcd: %sr/%u/result: not a result esv wrote; ignored",
+	warn_msg("etcd: %sh/r/%u/result: not a result esv wrote; ignored",
 	    n->prefix, round);
 	free(res->m);
 	json_decref(res->doc);
@@ -408,6 +430,19 @@ result_find(const struct result *res, const char *id)
 }
 
 /* ---- writes ---- */
+
+/* The range of every key under pfx (relative to the prefix). */
+static json_t *
+prefix_of(struct node *n, const char *pfx)
+{
+	char key[1024], end[1024];
+
+	snprintf(key, sizeof(key), "%s%s", n->prefix, pfx);
+	strlcpy(end, key, sizeof(end));
+	end[strlen(end) - 1]++;
+	return json_pack("{s:o, s:o}", "key", etcd_b64(key, strlen(key)),
+	    "range_end", etcd_b64(end, strlen(end)));
+}
 
 static json_t *
 b64key(struct node *n, const char *rel)
@@ -478,8 +513,12 @@ on_txn(void *ctx, json_t *reply, const char *err)
 		warn_msg("etcd: a write was refused: %s", err);
 	else {
 		ok = json_is_true(json_object_get(reply, "succeeded"));
-		/* Decide again only from a copy that has seen our write. */
-		if (ok && header_rev(reply, &rev) && rev > n->need_rev)
+		/*
+		 * Decide again only from a copy that has seen our write, if
+		 * the copy is to see it at all (a follower's join is not).
+		 */
+		if (ok && n->echo && header_rev(reply, &rev) &&
+		    rev > n->need_rev)
 			n->need_rev = rev;
 	}
 	/*
@@ -490,23 +529,31 @@ on_txn(void *ctx, json_t *reply, const char *err)
 	 */
 	if (reply != NULL && !ok) {
 		n->need_rev = 0;
-		if (header_rev(reply, &rev) && rev > n->rev)
+		if (header_rev(reply, &rev) && rev > n->rev && n->echo)
 			refresh(n);
 	}
 	if (then != NULL)
-		then(n, ok);
+		then(n, ok, reply);
 	evaluate(n);
 	if (n->shutting && !n->busy)
 		shutdown_step(n);
 }
 
+/*
+ * echo: the write is of keys in the copy's scope, so that the copy is to
+ * see it before anything is decided again; a lost race (echo or not)
+ * reads the copy again, unless the caller is content to wait for the
+ * watch (n->echo false and no refresh: an election lost).
+ */
 static void
-txn(struct node *n, json_t *compare, json_t *success, then_fn *then)
+txn(struct node *n, json_t *compare, json_t *success, then_fn *then,
+    bool echo)
 {
 	json_t *body = json_pack("{s:o, s:o}", "compare", compare, "success",
 	    success);
 
 	n->busy = true;
+	n->echo = echo;
 	n->then = then;
 	if (body == NULL || etcd_call(n->e, "/v3/kv/txn", body, on_txn, n) ==
 	    -1) {
@@ -560,14 +607,17 @@ bump(struct node *n, const struct state *st, unsigned to, const char *why)
 	info_msg("etcd: job %s: opening round %u (%s)", n->me.run_id, to,
 	    why);
 	val = state_json(st, to, "open", expect);
-	ops = json_pack("[o]", op_put(n, "state", val, false));
+	ops = json_pack("[o]", op_put(n, "h/state", val, false));
 	free(val);
 	/* Rounds before the one left are of no use to anyone now. */
 	if (st->round > 0) {
 		snprintf(old, sizeof(old), "r/%u/", st->round - 1);
 		json_array_append_new(ops, op_del(n, old));
+		snprintf(old, sizeof(old), "h/r/%u/", st->round - 1);
+		json_array_append_new(ops, op_del(n, old));
 	}
-	txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)), ops, NULL);
+	txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)), ops, NULL,
+	    true);
 }
 
 /* ---- what the supervisor is told ---- */
@@ -581,6 +631,20 @@ say_n(struct node *n, enum rdzv_verb v, unsigned x)
 	n->ops.say(n->ops.ctx, &m);
 }
 
+/* The nodes waiting for room, as the leader last wrote it. */
+static unsigned
+waiting_count(struct node *n)
+{
+	struct kv *kv = kv_get(n, "h/waiting");
+	unsigned long v;
+	char *end;
+
+	if (kv == NULL)
+		return 0;
+	v = strtoul(kv->val, &end, 10);
+	return *end == '\0' && v <= MAX_MEMBERS ? (unsigned)v : 0;
+}
+
 static void
 say_joined(struct node *n, unsigned round, unsigned participants)
 {
@@ -588,7 +652,7 @@ say_joined(struct node *n, unsigned round, unsigned participants)
 
 	m.u.joined.round = round;
 	m.u.joined.participants = participants;
-	m.u.joined.waiting = kv_count(n, "waiting/");
+	m.u.joined.waiting = waiting_count(n);
 	n->ops.say(n->ops.ctx, &m);
 	n->told_joined = round + 1;
 }
@@ -745,17 +809,17 @@ commit(struct node *n, const struct state *st)
 	json_decref(m);
 	snprintf(key, sizeof(key), "r/%u/seq", st->round);
 	seq = kv_get(n, key);
-	cmp = json_pack("[o, o]", cmp_mod(n, "state", st->mod), cmp_mod(n, key,
-	    seq != NULL ? seq->mod : 0));
-	snprintf(key, sizeof(key), "r/%u/result", st->round);
+	cmp = json_pack("[o, o]", cmp_mod(n, "h/state", st->mod), cmp_mod(n,
+	    key, seq != NULL ? seq->mod : 0));
+	snprintf(key, sizeof(key), "h/r/%u/result", st->round);
 	sv = state_json(st, st->round, "running", NULL);
 	ops = json_pack("[o, o]", op_put(n, key, val, false), op_put(n,
-	    "state", sv, false));
+	    "h/state", sv, false));
 	free(sv);
 	free(val);
 	info_msg("etcd: job %s: completing round %u with %u node(s)",
 	    n->me.run_id, st->round, take);
-	txn(n, cmp, ops, NULL);
+	txn(n, cmp, ops, NULL, true);
 }
 
 static void
@@ -770,7 +834,7 @@ lastcall_put(struct node *n, long long lease, unsigned round)
 	    etcd_b64("", 0), "lease", id);
 	txn(n, json_pack("[{s:o, s:s, s:s, s:s}]", "key", b64key(n, key),
 	    "target", "CREATE", "result", "EQUAL", "create_revision", "0"),
-	    json_pack("[{s:o}]", "request_put", put), NULL);
+	    json_pack("[{s:o}]", "request_put", put), NULL, true);
 }
 
 /* The lease for the last call of round n->lc_round came (or not). */
@@ -843,55 +907,101 @@ join_json(struct node *n)
 	return s;
 }
 
-static unsigned
-alive_members(struct node *n, const struct state *st)
-{
-	struct result res;
-	unsigned i, c = 0;
+/* ---- every node's own steps: its keys, and what it tells ---- */
 
-	if (!result_read(n, st->round, &res))
-		return 0;
-	for (i = 0; i < res.n; i++)
-		if (kv_getf(n, "r/%u/join/%s", st->round, res.m[i].id) != NULL)
-			c++;
-	result_done(&res);
-	return c;
+static json_t *
+cmp_absent(struct node *n, const char *rel)
+{
+	return json_pack("{s:o, s:s, s:s, s:s}", "key", b64key(n, rel),
+	    "target", "CREATE", "result", "EQUAL", "create_revision", "0");
 }
 
-/*
- * Whether this node is the one to write round r's decisions (its
- * completion, its last call, a restart when a member is lost): the
- * node in it that joined first, and has not finished (running: its
- * group's exit keys count it out).  Every node finds the same one in
- * its copy, so a round is decided by one write instead of a race of
- * all its nodes; if that node dies, its join key goes with its lease
- * and the next one takes over.
- */
-static bool
-acts_for(struct node *n, unsigned r, bool running)
+static json_t *
+op_count(struct node *n, const char *pfx)
 {
-	char pfx[64];
-	struct kv *kv, *first = NULL;
-	size_t len;
+	json_t *r = prefix_of(n, pfx);
 
-	snprintf(pfx, sizeof(pfx), "r/%u/join/", r);
-	len = strlen(pfx);
-	KV_PREFIX_FOREACH(kv, n, pfx) {
-		if (running && kv_getf(n, "r/%u/exit/%s", r, kv->key + len) !=
-		    NULL)
-			continue;
-		if (first == NULL || kv->create < first->create)
-			first = kv;
-	}
-	return first != NULL && strcmp(first->key + len, n->me.node_id) == 0;
+	json_object_set_new(r, "count_only", json_true());
+	return json_pack("{s:o}", "request_range", r);
+}
+
+/* The count of the range answered as the i-th response of a txn. */
+static unsigned
+reply_count(json_t *reply, size_t i)
+{
+	json_t *range = json_object_get(json_array_get(json_object_get(reply,
+	    "responses"), i), "response_range");
+	long long count = 0;
+
+	/* etcd omits a count of zero. */
+	if (etcd_int(range, "count", &count) == -1 || count < 0 ||
+	    count > MAX_MEMBERS)
+		count = 0;
+	return (unsigned)count;
+}
+
+static void
+joined(struct node *n, bool ok, json_t *reply)
+{
+	if (!ok)
+		return;
+	n->joined = n->asked + 1;
+	/* The join and the count are of one revision: we are in it. */
+	say_joined(n, n->asked, reply_count(reply, 4) > 0 ?
+	    reply_count(reply, 4) : 1);
+}
+
+static void
+waited(struct node *n, bool ok, json_t *reply)
+{
+	struct result res;
+	struct state st;
+
+	(void)reply;
+	if (!ok)
+		return;
+	n->waited = n->asked + 1;
+	state_read(n, &st);
+	info_msg("etcd: job %s: waiting: %u nodes at most", n->me.run_id,
+	    st.max);
+	state_done(&st);
+	if (result_read(n, n->asked, &res)) {
+		say_joined(n, n->asked, res.n);
+		result_done(&res);
+	} else
+		say_joined(n, n->asked, 0);
+}
+
+static void
+wanted(struct node *n, bool ok, json_t *reply)
+{
+	(void)reply;
+	if (ok)
+		n->wanted = n->target;
+}
+
+static void
+exited(struct node *n, bool ok, json_t *reply)
+{
+	(void)reply;
+	if (ok)
+		n->exited = n->cur + 1;
+}
+
+/* Put one key of ours under our lease, with no compare. */
+static void
+put_own(struct node *n, const char *key, const char *val, then_fn *then)
+{
+	txn(n, json_array(), json_pack("[o]", op_put(n, key, val, true)), then,
+	    false);
 }
 
 static void
 join_step(struct node *n, struct state *st)
 {
-	char key[512], *val, seq[64], wkey[512];
+	char key[512], *val, seq[64], wkey[512], want[512], cur[64];
 	struct result res;
-	unsigned c, joined;
+	unsigned c;
 	int i;
 
 	if (!st->present) {
@@ -899,10 +1009,9 @@ join_step(struct node *n, struct state *st)
 		    .max = n->me.max_nodes, .last_call_ms = n->me.last_call_ms };
 
 		val = state_json(&fresh, n->target, "open", NULL);
-		txn(n, json_pack("[{s:o, s:s, s:s, s:s}]", "key", b64key(n,
-		    "state"), "target", "CREATE", "result", "EQUAL",
-		    "create_revision", "0"), json_pack("[o]", op_put(n, "state",
-		    val, false)), NULL);
+		txn(n, json_pack("[o]", cmp_absent(n, "h/state")),
+		    json_pack("[o]", op_put(n, "h/state", val, false)), NULL,
+		    true);
 		free(val);
 		return;
 	}
@@ -924,44 +1033,42 @@ join_step(struct node *n, struct state *st)
 		return;
 	}
 	c = st->round;
+	snprintf(want, sizeof(want), "want/%s", n->me.node_id);
 	if (c < n->target) {
 		/* Our group failed in the round that runs: all restart. */
-		bump(n, st, n->target, "a node's workers failed");
+		if (n->wanted != n->target) {
+			snprintf(cur, sizeof(cur), "%u", n->target);
+			put_own(n, want, cur, wanted);
+		}
 		return;
 	}
 	snprintf(wkey, sizeof(wkey), "waiting/%s", n->me.node_id);
 	if (st->status == ST_OPEN) {
+		if (n->joined == c + 1)
+			return;
+		/*
+		 * One write: the join, the count it makes, and the lead if
+		 * nobody holds it, so that the first joiner leads at once.
+		 */
 		snprintf(key, sizeof(key), "r/%u/join/%s", c, n->me.node_id);
-		if (!mine(n, kv_get(n, key))) {
-			snprintf(seq, sizeof(seq), "r/%u/seq", c);
-			val = join_json(n);
-			txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)),
-			    json_pack("[o, o, o]", op_put(n, key, val, true),
-			    op_put(n, seq, "", false), op_del(n, wkey)), NULL);
-			free(val);
-			return;
-		}
-		snprintf(key, sizeof(key), "r/%u/join/", c);
-		joined = kv_count(n, key);
-		if (n->told_joined != c + 1)
-			say_joined(n, c, joined);
-		if (!acts_for(n, c, false))
-			return;
-		if (joined >= st->max ||
-		    (joined >= st->min && all_expected_in(n, st)) ||
-		    (joined >= st->min && n->lastcall_gone == (long long)c)) {
-			commit(n, st);
-			return;
-		}
-		if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
-			lastcall_open(n, st);
+		snprintf(seq, sizeof(seq), "r/%u/seq", c);
+		snprintf(cur, sizeof(cur), "r/%u/join/", c);
+		val = join_json(n);
+		n->asked = c;
+		txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
+		    json_pack("[o, o, o, o, o, {s:{s:[o], s:[o]}}]",
+		    op_put(n, key, val, true), op_put(n, seq, "", false),
+		    op_del(n, wkey), op_del(n, want), op_count(n, cur),
+		    "request_txn", "compare", cmp_absent(n, "h/lead"),
+		    "success", op_put(n, "h/lead", n->me.node_id, true)),
+		    joined, false);
+		free(val);
 		return;
 	}
 	/* Round c runs: are we in it? */
 	if (result_read(n, c, &res)) {
 		i = result_find(&res, n->me.node_id);
-		if (i >= 0 && mine(n, kv_getf(n, "r/%u/join/%s", c,
-		    n->me.node_id))) {
+		if (i >= 0 && n->joined == c + 1) {
 			if (n->told_joined != c + 1)
 				say_joined(n, c, res.n);
 			say_round(n, &res, c, i);
@@ -974,91 +1081,46 @@ join_step(struct node *n, struct state *st)
 		}
 		result_done(&res);
 	}
-	if (alive_members(n, st) + 1 <= st->max) {
-		bump(n, st, c + 1, "a node arrived and there is room");
-		return;
-	}
-	if (!mine(n, kv_get(n, wkey))) {
-		txn(n, json_array(), json_pack("[o]", op_put(n, wkey, "",
-		    true)), NULL);
-		return;
-	}
-	if (n->told_joined != c + 1) {
-		info_msg("etcd: job %s: waiting: %u nodes at most", n->me.run_id,
-		    st->max);
-		say_joined(n, c, alive_members(n, st));
+	/* Late: the leader opens a round for us if there is room. */
+	if (n->waited != c + 1) {
+		n->asked = c;
+		put_own(n, wkey, "", waited);
 	}
 }
 
 static void
 running_step(struct node *n, struct state *st)
 {
-	struct result res;
-	unsigned i, alive = 0;
 	long long waiting;
-	bool acts;
 
 	if (st->round > n->cur) {
 		say_n(n, RV_RESTART, st->round);
 		n->phase = PH_IDLE;
 		return;
 	}
-	if (st->status != ST_RUNNING || !result_read(n, n->cur, &res))
+	if (st->status != ST_RUNNING)
 		return;
-	acts = acts_for(n, n->cur, true);
-	for (i = 0; i < res.n; i++) {
-		if (kv_getf(n, "r/%u/join/%s", n->cur, res.m[i].id) != NULL) {
-			alive++;
-			continue;
-		}
-		if (acts && kv_getf(n, "r/%u/exit/%s", n->cur, res.m[i].id) ==
-		    NULL) {
-			char why[300];
-
-			snprintf(why, sizeof(why), "node %s lost", res.m[i].id);
-			result_done(&res);
-			bump(n, st, n->cur + 1, why);
-			return;
-		}
-	}
-	result_done(&res);
-	waiting = kv_count(n, "waiting/");
+	waiting = waiting_count(n);
 	if (waiting != n->told_waiting) {
 		say_n(n, RV_WAITING, waiting);
 		n->told_waiting = waiting;
 	}
-	if (acts && waiting > 0 && alive + 1 <= st->max)
-		bump(n, st, n->cur + 1, "a node waits and there is room");
 }
 
 static void
 barrier_step(struct node *n, struct state *st)
 {
 	char key[512];
-	struct result res;
-	unsigned i;
-	bool all = true;
 
-	snprintf(key, sizeof(key), "r/%u/exit/%s", n->cur, n->me.node_id);
-	if (!mine(n, kv_get(n, key))) {
-		txn(n, json_array(), json_pack("[o]", op_put(n, key, "", true)),
-		    NULL);
+	if (n->exited != n->cur + 1) {
+		snprintf(key, sizeof(key), "r/%u/exit/%s", n->cur,
+		    n->me.node_id);
+		put_own(n, key, "", exited);
 		return;
 	}
 	/* The latest round decides: ours, or one our peers went on to. */
 	if (!st->present || st->status == ST_OPEN ||
-	    !result_read(n, st->round, &res))
-		return;
-	/*
-	 * Every member finished, or is gone (its lease with it): a node
-	 * that died does not hold the others, as with esv-rdzv.
-	 */
-	for (i = 0; i < res.n && all; i++)
-		if (kv_getf(n, "r/%u/exit/%s", st->round, res.m[i].id) == NULL &&
-		    kv_getf(n, "r/%u/join/%s", st->round, res.m[i].id) != NULL)
-			all = false;
-	result_done(&res);
-	if (!all)
+	    kv_getf(n, "h/r/%u/done", st->round) == NULL)
 		return;
 	info_msg("etcd: job %s: exit barrier passed", n->me.run_id);
 	say_n(n, RV_RELEASE, n->cur);
@@ -1066,12 +1128,16 @@ barrier_step(struct node *n, struct state *st)
 }
 
 static void
-reattached(struct node *n, bool ok)
+reattached(struct node *n, bool ok, json_t *reply)
 {
+	(void)reply;
 	if (!ok)
 		return;
 	info_msg("etcd: job %s: back in round %u as group rank %u",
 	    n->me.run_id, n->cur, n->group_rank);
+	n->joined = n->cur + 1;
+	if (n->me.state == RS_DONE)
+		n->exited = n->cur + 1;
 	n->phase = n->me.state == RS_DONE ? PH_BARRIER : PH_RUNNING;
 	n->told_waiting = -1;
 }
@@ -1106,13 +1172,14 @@ reattach_step(struct node *n, struct state *st)
 		    n->me.node_id);
 		json_array_append_new(ops, op_put(n, ekey, "", true));
 	}
-	txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)), ops,
-	    reattached);
+	txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)), ops,
+	    reattached, false);
 }
 
 static void
-closed(struct node *n, bool ok)
+closed(struct node *n, bool ok, json_t *reply)
 {
+	(void)reply;
 	if (ok) {
 		n->close_wanted = false;
 		info_msg("etcd: job %s: closed", n->me.run_id);
@@ -1130,9 +1197,128 @@ close_step(struct node *n, struct state *st)
 		return;
 	}
 	val = state_json(st, st->round, "closed", NULL);
-	txn(n, json_pack("[o]", cmp_mod(n, "state", st->mod)),
-	    json_pack("[o]", op_put(n, "state", val, false)), closed);
+	txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
+	    json_pack("[o]", op_put(n, "h/state", val, false)), closed, true);
 	free(val);
+}
+
+/* ---- the leader's decisions, from its copy of every key ---- */
+
+static void	set_scope(struct node *, bool full);
+
+static void
+decide_open(struct node *n, const struct state *st)
+{
+	char pfx[64];
+	unsigned c = st->round, joined;
+
+	snprintf(pfx, sizeof(pfx), "r/%u/join/", c);
+	if ((joined = kv_count(n, pfx)) == 0)
+		return;
+	if (joined >= st->max ||
+	    (joined >= st->min && all_expected_in(n, st)) ||
+	    (joined >= st->min && n->lastcall_gone == (long long)c))
+		commit(n, st);
+	else if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
+		lastcall_open(n, st);
+}
+
+/*
+ * A round that runs (or ran: closed): a member lost, a node that wants
+ * a new round or waits for room restarts it while a member still runs;
+ * once none runs and one has finished, the exit barrier is passed.
+ */
+static void
+decide_running(struct node *n, const struct state *st)
+{
+	struct result res;
+	const char *lost = NULL;
+	unsigned c = st->round, i, alive = 0, running = 0, finished = 0;
+	unsigned waiting, wants = 0;
+	struct kv *kv;
+	char why[300], num[32];
+	bool in, out;
+
+	if (!result_read(n, c, &res))
+		return;
+	for (i = 0; i < res.n; i++) {
+		in = kv_getf(n, "r/%u/join/%s", c, res.m[i].id) != NULL;
+		out = kv_getf(n, "r/%u/exit/%s", c, res.m[i].id) != NULL;
+		alive += in;
+		finished += out;
+		running += in && !out;
+		if (!in && !out && lost == NULL)
+			lost = res.m[i].id;
+	}
+	if (lost != NULL)
+		snprintf(why, sizeof(why), "node %s lost", lost);
+	result_done(&res);
+	waiting = kv_count(n, "waiting/");
+	KV_PREFIX_FOREACH(kv, n, "want/")
+		if (strtoul(kv->val, NULL, 10) > c)
+			wants++;
+	if (st->status == ST_RUNNING && running > 0) {
+		if (lost != NULL) {
+			bump(n, st, c + 1, why);
+			return;
+		}
+		if (wants > 0) {
+			bump(n, st, c + 1, "a node's workers failed");
+			return;
+		}
+		if (waiting > 0 && alive + 1 <= st->max) {
+			bump(n, st, c + 1, "a node waits and there is room");
+			return;
+		}
+	}
+	if (st->status == ST_RUNNING && waiting != waiting_count(n)) {
+		snprintf(num, sizeof(num), "%u", waiting);
+		txn(n, json_array(), json_pack("[o]", op_put(n, "h/waiting", num,
+		    false)), NULL, true);
+		return;
+	}
+	if (running == 0 && finished > 0 && kv_getf(n, "h/r/%u/done", c) ==
+	    NULL) {
+		snprintf(why, sizeof(why), "h/r/%u/done", c);
+		txn(n, json_array(), json_pack("[o]", op_put(n, why, "", false)),
+		    NULL, true);
+	}
+}
+
+/*
+ * Lead if nobody does; follow (watch h/ alone) if another does.  Any
+ * node that has joined once may lead, whatever its phase: the decisions
+ * are functions of the keys, not of the leader's own round.
+ */
+static void
+lead_step(struct node *n, const struct state *st)
+{
+	struct kv *lead = kv_get(n, "h/lead");
+
+	if (lead == NULL) {
+		if (n->me.node_id[0] == '\0' || n->rev <= n->elect_rev)
+			return;
+		/* Lost: the watch brings the winner, nothing to read. */
+		n->elect_rev = n->rev;
+		txn(n, json_pack("[o]", cmp_absent(n, "h/lead")),
+		    json_pack("[o]", op_put(n, "h/lead", n->me.node_id, true)),
+		    NULL, false);
+		return;
+	}
+	if (!mine(n, lead)) {
+		set_scope(n, false);
+		return;
+	}
+	if (!n->full) {
+		set_scope(n, true);
+		return;
+	}
+	if (!st->present)
+		return;
+	if (st->status == ST_OPEN)
+		decide_open(n, st);
+	else
+		decide_running(n, st);
 }
 
 static void
@@ -1171,6 +1357,8 @@ evaluate(struct node *n)
 	case PH_IDLE:
 		break;
 	}
+	if (!n->busy && !n->shutting && !n->close_wanted)
+		lead_step(n, &st);
 	state_done(&st);
 	if (n->shutting && !n->busy)
 		shutdown_step(n);
@@ -1179,6 +1367,7 @@ evaluate(struct node *n)
 /* ---- the copy: one range, then a watch from its revision ---- */
 
 static void	watch_open(struct node *);
+static void	sync_start(struct node *);
 
 static bool
 on_watch_msg(void *ctx, json_t *res)
@@ -1228,15 +1417,36 @@ on_watch_end(void *ctx, const char *why)
 	rearm(n);
 }
 
+/* What the copy holds: every key of the job (leading), or h/. */
 static json_t *
 prefix_range(struct node *n)
 {
-	char end[sizeof(n->prefix)];
+	return prefix_of(n, n->full ? "" : "h/");
+}
 
-	strlcpy(end, n->prefix, sizeof(end));
-	end[strlen(end) - 1]++;
-	return json_pack("{s:o, s:o}", "key", etcd_b64(n->prefix,
-	    strlen(n->prefix)), "range_end", etcd_b64(end, strlen(end)));
+/*
+ * Lead or follow: the copy is read again in its new scope and the watch
+ * opened again from that read.  A read in flight for the other scope is
+ * dropped on arrival (range_full, refresh_full).
+ */
+static void
+set_scope(struct node *n, bool full)
+{
+	if (n->full == full)
+		return;
+	n->full = full;
+	if (full)
+		info_msg("etcd: job %s: this node leads: it decides for every "
+		    "node", n->me.run_id);
+	else
+		info_msg("etcd: job %s: another node leads", n->me.run_id);
+	etcd_stream_close(n->watch);
+	n->watch = NULL;
+	n->ready = false;
+	n->resync = false;
+	n->lastcall_gone = -1;
+	if (!n->ranging)
+		sync_start(n);
 }
 
 static void
@@ -1262,6 +1472,10 @@ on_range(void *ctx, json_t *reply, const char *err)
 	size_t i;
 
 	n->ranging = false;
+	if (n->range_full != n->full) {
+		sync_start(n);
+		return;
+	}
 	if (reply == NULL) {
 		warn_msg("etcd: reading %s: %s", n->prefix, err);
 		n->watch_at = mono_ms() + WATCH_RETRY_MS;
@@ -1296,6 +1510,10 @@ on_refresh(void *ctx, json_t *reply, const char *err)
 	size_t x;
 
 	n->stale = false;
+	if (n->refresh_full != n->full) {
+		evaluate(n);
+		return;
+	}
 	if (reply == NULL || !header_rev(reply, &rev)) {
 		warn_msg("etcd: reading %s: %s", n->prefix, err != NULL ? err :
 		    "no revision in the reply");
@@ -1322,6 +1540,7 @@ static void
 refresh(struct node *n)
 {
 	n->stale = true;
+	n->refresh_full = n->full;
 	if (etcd_call(n->e, "/v3/kv/range", prefix_range(n), on_refresh, n) ==
 	    -1)
 		n->stale = false;
@@ -1331,6 +1550,7 @@ static void
 sync_start(struct node *n)
 {
 	n->ranging = true;
+	n->range_full = n->full;
 	n->watch_at = 0;
 	if (etcd_call(n->e, "/v3/kv/range", prefix_range(n), on_range, n) ==
 	    -1) {
@@ -1358,6 +1578,8 @@ fence(struct node *n, const char *why)
 	}
 	n->lease = 0;
 	n->keepalive_asked = false;
+	n->joined = n->waited = n->exited = n->wanted = 0;
+	set_scope(n, false);
 }
 
 static void	lease_grant(struct node *);

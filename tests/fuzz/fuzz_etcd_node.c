@@ -11,6 +11,9 @@
  * of the protocol; every ROUND has its ranks within its world.
  *
  * Each step: one op byte (low 4 bits), then its operands.
+ * The keys are those of a follower's copy (h/) and of a leader's (all):
+ * a lease of 7 in a key is the node's own when the script granted it 7.
+ *
  *	0 answer the oldest call with raw JSON: length, bytes
  *	1 answer the oldest call well-formed: a byte of choices
  *	2 refuse the oldest call (an HTTP 4xx)
@@ -138,7 +141,7 @@ pick_key(uint8_t b, char *key, size_t len)
 
 	switch (b & 15) {
 	case 0: case 1:
-		snprintf(key, len, PREFIX "state");
+		snprintf(key, len, PREFIX "h/state");
 		break;
 	case 2: case 3: case 4:
 		snprintf(key, len, PREFIX "r/%u/join/%s", r, id);
@@ -150,13 +153,18 @@ pick_key(uint8_t b, char *key, size_t len)
 		snprintf(key, len, PREFIX "r/%u/lastcall", r);
 		break;
 	case 7: case 8:
-		snprintf(key, len, PREFIX "r/%u/result", r);
+		snprintf(key, len, PREFIX "h/r/%u/result", r);
 		break;
-	case 9: case 10:
+	case 9:
 		snprintf(key, len, PREFIX "r/%u/exit/%s", r, id);
 		break;
+	case 10:
+		snprintf(key, len, PREFIX "h/%s", (b & 16) ? "lead" :
+		    (b & 32) ? "waiting" : "r/0/done");
+		break;
 	case 11:
-		snprintf(key, len, PREFIX "waiting/%s", id);
+		snprintf(key, len, PREFIX "%s/%s", (b & 64) ? "want" :
+		    "waiting", id);
 		break;
 	case 12:
 		snprintf(key, len, "/elsewhere/%s", id);
@@ -194,7 +202,8 @@ pick_value(uint8_t b, uint8_t c, char *v, size_t len)
 		    "\"default\",\"addr\":\"h\",\"port\":2}" : "");
 		break;
 	default:
-		snprintf(v, len, "%s", (c & 1) ? "" : "{}");
+		snprintf(v, len, "%s", (c & 1) ? "" : (c & 2) ? "me_1_0" :
+		    (c & 4) ? "{}" : (c & 8) ? "3" : "99999999999");
 		break;
 	}
 }
@@ -257,9 +266,12 @@ good_reply(const struct call *c, uint8_t b)
 	if (strcmp(c->path, "/v3/lease/keepalive") == 0)
 		return (b & 4) ? json_pack("{s:{s:s, s:s}}", "result", "ID", "7",
 		    "TTL", "2") : json_pack("{s:{s:s}}", "result", "ID", "7");
+	/* A join's count is its fifth response; etcd omits a zero count. */
 	if (strcmp(c->path, "/v3/kv/txn") == 0)
-		return json_pack("{s:{s:s}, s:b}", "header", "revision", rev,
-		    "succeeded", (b & 4) != 0);
+		return json_pack("{s:{s:s}, s:b, s:[{}, {}, {}, {}, {s:{s:s}}]}",
+		    "header", "revision", rev, "succeeded", (b & 4) != 0,
+		    "responses", "response_range", "count", (b & 8) ? "2" :
+		    (b & 16) ? "-1" : "x");
 	return json_pack("{s:{s:s}}", "header", "revision", rev);
 }
 

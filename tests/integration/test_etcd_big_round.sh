@@ -113,7 +113,7 @@ for n in nodes:
 PY
     fail "the driver: $(cat "$T/driver.err"); first helper's log: $(head -c 600 "$T/helper0.err")"
 assert_eq "$(cat "$T/driver.out")" "ranks $(seq -s ' ' 0 15)" "group ranks"
-size=$(etcd_api 0 /v3/kv/range "{\"key\":\"$(b64 /esv/big/r/0/result)\"}" |
+size=$(etcd_api 0 /v3/kv/range "{\"key\":\"$(b64 /esv/big/h/r/0/result)\"}" |
     "$PY" -c 'import base64, json, sys
 print(sum(len(base64.b64decode(kv["value"])) for kv in json.load(sys.stdin)["kvs"]))')
 [ "$size" -gt 4096 ] || fail "the result is $size bytes: not over 4 KiB, the test tests nothing"
