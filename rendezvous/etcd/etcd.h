@@ -59,7 +59,11 @@ unsigned	 etcd_pending(const struct etcd *);
 struct etcd_stream *etcd_stream_open(struct etcd *, const char *path,
 		    json_t *body, etcd_msg_fn *msg, etcd_end_fn *end,
 		    void *ctx);
-/* Close a stream; its end callback is not called. */
+/*
+ * Close a stream; its end callback is not called.  Never from the
+ * stream's own callback (it would be freed under etcd.c): its msg
+ * callback ends it by returning false.
+ */
 void		 etcd_stream_close(struct etcd_stream *);
 
 /* The endpoint calls go to now ("http://127.0.0.1:2379"). */

@@ -6,8 +6,11 @@
  *	h/lead			lease: the node that decides, by its id
  *	h/waiting		how many nodes wait for room, as the leader
  *				 last counted them
- *	h/r/R/result		{"members":[{id,nproc,role,addr,port}]}, by id
  *	h/r/R/done		the exit barrier of round R has passed
+ *	a/R/<node>		the node's place in round R, if it is in it:
+ *				 {"group_rank","group_world_size","base_rank",
+ *				  "world_size","base_role_rank",
+ *				  "role_world_size","master_addr","master_port"}
  *	r/R/join/<node>		lease: the node is in round R
  *	r/R/seq			touched by every join: one revision to compare
  *	r/R/lastcall		its own lease, kept alive by nobody: the
@@ -19,9 +22,11 @@
  *
  * One node leads: it holds h/lead, watches every key and writes every
  * decision (completion, last call, restarts, the barrier).  The others
- * watch h/ alone, the few keys that change a few times a round, and
- * write only their own keys: a round of K nodes costs etcd O(K) watch
- * events, not the O(K^2) of every node watching every join.  If the
+ * watch h/ alone, the few keys that change a few times a round, write
+ * only their own keys, and read their own a/R/ key when round R runs: a
+ * round of K nodes costs etcd O(K) watch events and O(K) bytes of
+ * result, not the O(K^2) of every node watching every join and reading
+ * every member.  If the
  * leader dies, h/lead goes with its lease and the first node to create
  * it again leads.
  *
@@ -87,16 +92,8 @@ struct state {
 	json_t		*doc;
 };
 
-struct member {
-	const char	*id, *role, *addr;
-	unsigned	 nproc, port;
-};
-
-struct result {
-	json_t		*doc;
-	struct member	*m;
-	unsigned	 n;
-};
+/* A txn per step: etcd takes 128 operations in one (--max-txn-ops). */
+#define OPS_PER_TXN	100
 
 enum phase {
 	PH_IDLE,	/* waiting for a JOIN */
@@ -132,6 +129,8 @@ struct node {
 	bool			 ready;
 	bool			 ranging;
 	bool			 resync;	/* the watch was cancelled */
+	bool			 in_watch;	/* in its callback: it stays */
+	bool			 rescope;	/* end it, read the new scope */
 	struct etcd_stream	*watch;
 	long long		 watch_at;	/* reopen it then; 0: open */
 	long long		 lastcall_gone;	/* round whose lastcall expired */
@@ -152,6 +151,10 @@ struct node {
 	/* Our keys etcd has (round + 1): a follower never sees them. */
 	unsigned		 joined, waited, exited, wanted;
 	unsigned		 asked;		/* round of the write in flight */
+	unsigned		 fetched;	/* our a/R/ read (round + 1) */
+	bool			 assigned;	/* and it was there: */
+	struct rdzv_round_msg	 place;
+	json_t			*steps;		/* of a completion, in order */
 	long long		 told_waiting;	/* -1: nothing told */
 	bool			 shutting;
 	long long		 shutdown_by;
@@ -372,61 +375,47 @@ state_done(struct state *st)
 	json_decref(st->doc);
 }
 
+/*
+ * A node's place in a round, as the leader wrote it: what ROUND says.
+ * Anything else is refused, so that nothing esv did not write reaches
+ * the supervisor.
+ */
 static bool
-result_read(struct node *n, unsigned round, struct result *res)
+place_parse(struct node *n, const char *val, unsigned round,
+    struct rdzv_round_msg *r)
 {
-	struct kv *kv = kv_getf(n, "h/r/%u/result", round);
-	json_t *arr, *m;
-	json_int_t nproc, port;
+	json_int_t v[7];
+	const char *addr;
 	json_error_t je;
-	size_t i;
+	json_t *j;
+	bool ok;
 
-	memset(res, 0, sizeof(*res));
-	if (kv == NULL)
-		return false;
-	if ((res->doc = json_loads(kv->val, 0, &je)) == NULL ||
-	    !json_is_array(arr = json_object_get(res->doc, "members")) ||
-	    json_array_size(arr) == 0 || json_array_size(arr) > MAX_MEMBERS ||
-	    (res->m = calloc(json_array_size(arr), sizeof(*res->m))) == NULL)
-		goto bad;
-	json_array_foreach(arr, i, m) {
-		if (json_unpack_ex(m, &je, 0, "{s:s, s:s, s:s, s:I, s:I}",
-		    "id", &res->m[i].id, "role", &res->m[i].role, "addr",
-		    &res->m[i].addr, "nproc", &nproc, "port", &port) == -1 ||
-		    nproc < 1 || nproc > 4096 || port < 0 || port > 65535 ||
-		    !rdzv_name_ok(res->m[i].id) || !rdzv_name_ok(res->m[i].role) ||
-		    !rdzv_addr_ok(res->m[i].addr))
-			goto bad;
-		res->m[i].nproc = nproc;
-		res->m[i].port = port;
-	}
-	res->n = json_array_size(arr);
-	return true;
-bad:
-	warn_msg("etcd: %sh/r/%u/result: not a result esv wrote; ignored",
-	    n->prefix, round);
-	free(res->m);
-	json_decref(res->doc);
-	memset(res, 0, sizeof(*res));
-	return false;
-}
-
-static void
-result_done(struct result *res)
-{
-	free(res->m);
-	json_decref(res->doc);
-}
-
-static int
-result_find(const struct result *res, const char *id)
-{
-	unsigned i;
-
-	for (i = 0; i < res->n; i++)
-		if (strcmp(res->m[i].id, id) == 0)
-			return (int)i;
-	return -1;
+	memset(r, 0, sizeof(*r));
+	ok = (j = json_loads(val, 0, &je)) != NULL && json_unpack_ex(j, &je, 0,
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "group_rank", &v[0],
+	    "group_world_size", &v[1], "base_rank", &v[2], "world_size", &v[3],
+	    "base_role_rank", &v[4], "role_world_size", &v[5], "master_addr",
+	    &addr, "master_port", &v[6]) == 0 && v[1] >= 1 &&
+	    v[1] <= MAX_MEMBERS && v[0] >= 0 && v[0] < v[1] && v[3] >= 1 &&
+	    v[3] <= INT32_MAX && v[2] >= 0 && v[2] < v[3] && v[5] >= 1 &&
+	    v[5] <= v[3] && v[4] >= 0 && v[4] < v[5] && v[6] >= 0 &&
+	    v[6] <= 65535 && rdzv_addr_ok(addr) &&
+	    strlen(addr) < sizeof(r->master_addr);
+	if (ok) {
+		r->round = round;
+		r->group_rank = v[0];
+		r->group_world_size = v[1];
+		r->base_rank = v[2];
+		r->world_size = v[3];
+		r->base_role_rank = v[4];
+		r->role_world_size = v[5];
+		strlcpy(r->master_addr, addr, sizeof(r->master_addr));
+		r->master_port = v[6];
+	} else
+		warn_msg("etcd: %sa/%u/%s: not a place esv wrote; ignored",
+		    n->prefix, round, n->me.node_id);
+	json_decref(j);
+	return ok;
 }
 
 /* ---- writes ---- */
@@ -498,6 +487,8 @@ cmp_mod(struct node *n, const char *rel, long long mod)
 }
 
 static void	refresh(struct node *);
+static void	txn_body(struct node *, json_t *body, then_fn *then,
+		    bool echo);
 
 static void
 on_txn(void *ctx, json_t *reply, const char *err)
@@ -549,9 +540,13 @@ static void
 txn(struct node *n, json_t *compare, json_t *success, then_fn *then,
     bool echo)
 {
-	json_t *body = json_pack("{s:o, s:o}", "compare", compare, "success",
-	    success);
+	txn_body(n, json_pack("{s:o, s:o}", "compare", compare, "success",
+	    success), then, echo);
+}
 
+static void
+txn_body(struct node *n, json_t *body, then_fn *then, bool echo)
+{
 	n->busy = true;
 	n->echo = echo;
 	n->then = then;
@@ -587,20 +582,17 @@ state_json(const struct state *st, unsigned round, const char *status,
 static void
 bump(struct node *n, const struct state *st, unsigned to, const char *why)
 {
-	struct result res;
 	json_t *expect = json_array(), *ops;
 	struct kv *kv;
-	char *val, old[64];
-	unsigned i, count = 0;
+	char *val, old[64], pfx[64];
+	unsigned count = 0;
 
-	if (result_read(n, st->round, &res)) {
-		for (i = 0; i < res.n; i++)
-			if (kv_getf(n, "r/%u/join/%s", st->round, res.m[i].id) !=
-			    NULL && count++ < st->max)
-				json_array_append_new(expect,
-				    json_string(res.m[i].id));
-		result_done(&res);
-	}
+	snprintf(pfx, sizeof(pfx), "a/%u/", st->round);
+	KV_PREFIX_FOREACH(kv, n, pfx)
+		if (kv_getf(n, "r/%u/join/%s", st->round, kv->key +
+		    strlen(pfx)) != NULL && count++ < st->max)
+			json_array_append_new(expect, json_string(kv->key +
+			    strlen(pfx)));
 	KV_PREFIX_FOREACH(kv, n, "waiting/")
 		if (count++ < st->max)
 			json_array_append_new(expect, json_string(kv->key + 8));
@@ -612,6 +604,8 @@ bump(struct node *n, const struct state *st, unsigned to, const char *why)
 	/* Rounds before the one left are of no use to anyone now. */
 	if (st->round > 0) {
 		snprintf(old, sizeof(old), "r/%u/", st->round - 1);
+		json_array_append_new(ops, op_del(n, old));
+		snprintf(old, sizeof(old), "a/%u/", st->round - 1);
 		json_array_append_new(ops, op_del(n, old));
 		snprintf(old, sizeof(old), "h/r/%u/", st->round - 1);
 		json_array_append_new(ops, op_del(n, old));
@@ -675,40 +669,14 @@ say_err(struct node *n, const char *code, const char *fmt, ...)
 }
 
 static void
-say_round(struct node *n, const struct result *res, unsigned round, int i)
+say_place(struct node *n, const struct rdzv_round_msg *r)
 {
 	struct rdzv_msg m = { .verb = RV_ROUND };
-	struct rdzv_round_msg *r = &m.u.round;
-	struct rank_assignment ra;
-	struct group_info *g;
-	unsigned k;
 
-	if ((g = calloc(res->n, sizeof(*g))) == NULL) {
-		warn_sys("etcd: round %u", round);
-		return;
-	}
-	for (k = 0; k < res->n; k++) {
-		g[k].role = res->m[k].role;
-		g[k].local_world_size = res->m[k].nproc;
-	}
-	if (ranks_assign(g, res->n, i, &ra) == -1) {
-		free(g);
-		warn_msg("etcd: round %u: ranks overflow", round);
-		return;
-	}
-	free(g);
-	r->round = round;
-	r->group_rank = ra.group_rank;
-	r->group_world_size = ra.group_world_size;
-	r->base_rank = ra.base_rank;
-	r->world_size = ra.world_size;
-	r->base_role_rank = ra.base_role_rank;
-	r->role_world_size = ra.role_world_size;
-	strlcpy(r->master_addr, res->m[0].addr, sizeof(r->master_addr));
-	r->master_port = res->m[0].port;
+	m.u.round = *r;
 	info_msg("etcd: job %s: round %u: group rank %u of %u, world %u",
-	    n->me.run_id, round, ra.group_rank, ra.group_world_size,
-	    ra.world_size);
+	    n->me.run_id, r->round, r->group_rank, r->group_world_size,
+	    r->world_size);
 	n->ops.say(n->ops.ctx, &m);
 }
 
@@ -762,29 +730,55 @@ join_value(struct node *n, const struct kv *kv, const char *pfx)
 	return jv;
 }
 
+static void	steps_next(struct node *n);
+
+/* One step of a completion done: the next, or the end (or a lost race). */
+static void
+step_done(struct node *n, bool ok, json_t *reply)
+{
+	(void)reply;
+	if (!ok || n->shutting || json_array_size(n->steps) == 0) {
+		json_decref(n->steps);
+		n->steps = NULL;
+		return;
+	}
+	steps_next(n);
+}
+
+static void
+steps_next(struct node *n)
+{
+	json_t *body = json_incref(json_array_get(n->steps, 0));
+
+	json_array_remove(n->steps, 0);
+	txn_body(n, body, step_done, true);
+}
+
 /*
- * Write round C's result: the nodes in it (the first max to join, the
- * expected first), ordered by node id as esv-rdzv orders them.  The
- * compare on seq makes the result the nodes this copy saw: a join since
- * would fail it.
+ * Complete round C: the nodes in it are the first max to join (the
+ * expected first), ordered by node id as esv-rdzv orders them.  Each
+ * one's place goes to a/C/<node>, at most OPS_PER_TXN to a write, and
+ * the last write turns the round to running with a compare on seq, so
+ * that a join since fails it and the leader decides again.  Followers
+ * read their place only once the round runs: places of a completion
+ * that failed are never read, and the next attempt deletes them first.
  */
 static void
 commit(struct node *n, const struct state *st)
 {
-	char pfx[64], key[64], *val;
-	struct kv *kv, **joins;
-	json_t *members, *m, *jv, **arr, *cmp, *ops;
-	unsigned count, i, take;
-	char *sv;
-	struct kv *seq;
+	char pfx[64], key[512], *val;
+	struct kv *kv, **joins, *seq;
+	json_t *jv, **arr, *ops, *steps, *p;
+	struct group_info *g = NULL;
+	struct rank_assignment ra;
+	unsigned count, i, take = 0;
 
 	snprintf(pfx, sizeof(pfx), "r/%u/join/", st->round);
 	count = kv_count(n, pfx);
-	if ((joins = calloc(count, sizeof(*joins))) == NULL ||
-	    (arr = calloc(count, sizeof(*arr))) == NULL) {
-		free(joins);
-		return;
-	}
+	joins = calloc(count, sizeof(*joins));
+	arr = calloc(count, sizeof(*arr));
+	if (joins == NULL || arr == NULL)
+		goto out;
 	i = 0;
 	KV_PREFIX_FOREACH(kv, n, pfx)
 		joins[i++] = kv;
@@ -793,33 +787,69 @@ commit(struct node *n, const struct state *st)
 	for (i = 0; i < count && take < st->max; i++)
 		if ((jv = join_value(n, joins[i], pfx)) != NULL)
 			arr[take++] = jv;
-	if (take == 0) {
-		free(arr);
-		free(joins);
-		return;
-	}
+	if (take == 0 || (g = calloc(take, sizeof(*g))) == NULL)
+		goto out;
 	qsort(arr, take, sizeof(*arr), by_id);
-	members = json_array();
-	for (i = 0; i < take; i++)
-		json_array_append_new(members, arr[i]);
-	free(arr);
-	free(joins);
-	m = json_pack("{s:o}", "members", members);
-	val = json_dumps(m, JSON_COMPACT);
-	json_decref(m);
+	for (i = 0; i < take; i++) {
+		g[i].role = json_string_value(json_object_get(arr[i], "role"));
+		g[i].local_world_size = json_integer_value(json_object_get(
+		    arr[i], "nproc"));
+	}
+	steps = json_array();
+	ops = json_array();
+	snprintf(key, sizeof(key), "a/%u/", st->round);
+	if (kv_count(n, key) > 0)
+		json_array_append_new(steps, json_pack("{s:[o], s:[o]}",
+		    "compare", cmp_mod(n, "h/state", st->mod), "success",
+		    op_del(n, key)));
+	for (i = 0; i < take; i++) {
+		if (ranks_assign(g, take, i, &ra) == -1) {
+			warn_msg("etcd: round %u: ranks overflow", st->round);
+			json_decref(ops);
+			json_decref(steps);
+			goto out;
+		}
+		p = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}",
+		    "group_rank", (json_int_t)ra.group_rank, "group_world_size",
+		    (json_int_t)ra.group_world_size, "base_rank",
+		    (json_int_t)ra.base_rank, "world_size",
+		    (json_int_t)ra.world_size, "base_role_rank",
+		    (json_int_t)ra.base_role_rank, "role_world_size",
+		    (json_int_t)ra.role_world_size, "master_addr",
+		    json_object_get(arr[0], "addr"), "master_port",
+		    json_object_get(arr[0], "port"));
+		val = json_dumps(p, JSON_COMPACT);
+		json_decref(p);
+		snprintf(key, sizeof(key), "a/%u/%s", st->round,
+		    json_string_value(json_object_get(arr[i], "id")));
+		json_array_append_new(ops, op_put(n, key, val, false));
+		free(val);
+		if (json_array_size(ops) == OPS_PER_TXN && i + 1 < take) {
+			json_array_append_new(steps, json_pack("{s:[o], s:o}",
+			    "compare", cmp_mod(n, "h/state", st->mod),
+			    "success", ops));
+			ops = json_array();
+		}
+	}
+	val = state_json(st, st->round, "running", NULL);
+	json_array_append_new(ops, op_put(n, "h/state", val, false));
+	free(val);
 	snprintf(key, sizeof(key), "r/%u/seq", st->round);
 	seq = kv_get(n, key);
-	cmp = json_pack("[o, o]", cmp_mod(n, "h/state", st->mod), cmp_mod(n,
-	    key, seq != NULL ? seq->mod : 0));
-	snprintf(key, sizeof(key), "h/r/%u/result", st->round);
-	sv = state_json(st, st->round, "running", NULL);
-	ops = json_pack("[o, o]", op_put(n, key, val, false), op_put(n,
-	    "h/state", sv, false));
-	free(sv);
-	free(val);
+	json_array_append_new(steps, json_pack("{s:[o, o], s:o}", "compare",
+	    cmp_mod(n, "h/state", st->mod), cmp_mod(n, key, seq != NULL ?
+	    seq->mod : 0), "success", ops));
 	info_msg("etcd: job %s: completing round %u with %u node(s)",
 	    n->me.run_id, st->round, take);
-	txn(n, cmp, ops, NULL, true);
+	json_decref(n->steps);
+	n->steps = steps;
+	steps_next(n);
+out:
+	for (i = 0; arr != NULL && i < take; i++)
+		json_decref(arr[i]);
+	free(g);
+	free(arr);
+	free(joins);
 }
 
 static void
@@ -954,10 +984,8 @@ joined(struct node *n, bool ok, json_t *reply)
 static void
 waited(struct node *n, bool ok, json_t *reply)
 {
-	struct result res;
 	struct state st;
 
-	(void)reply;
 	if (!ok)
 		return;
 	n->waited = n->asked + 1;
@@ -965,11 +993,45 @@ waited(struct node *n, bool ok, json_t *reply)
 	info_msg("etcd: job %s: waiting: %u nodes at most", n->me.run_id,
 	    st.max);
 	state_done(&st);
-	if (result_read(n, n->asked, &res)) {
-		say_joined(n, n->asked, res.n);
-		result_done(&res);
-	} else
-		say_joined(n, n->asked, 0);
+	say_joined(n, n->asked, reply_count(reply, 1));
+}
+
+/* Our place in round n->asked came (or not): join_step decides. */
+static void
+on_place(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	json_t *kv = json_array_get(json_object_get(reply, "kvs"), 0);
+	char val[1024];
+
+	n->busy = false;
+	if (reply == NULL)
+		warn_msg("etcd: reading our place in round %u: %s", n->asked,
+		    err);
+	else {
+		n->fetched = n->asked + 1;
+		n->assigned = kv != NULL && etcd_unb64(json_object_get(kv,
+		    "value"), val, sizeof(val)) >= 0 && place_parse(n, val,
+		    n->asked, &n->place);
+	}
+	if (n->shutting)
+		shutdown_step(n);
+	else
+		evaluate(n);
+}
+
+static void
+place_fetch(struct node *n, unsigned round)
+{
+	char key[1024];
+
+	snprintf(key, sizeof(key), "%sa/%u/%s", n->prefix, round,
+	    n->me.node_id);
+	n->asked = round;
+	n->busy = true;
+	if (etcd_call(n->e, "/v3/kv/range", json_pack("{s:o}", "key",
+	    etcd_b64(key, strlen(key))), on_place, n) == -1)
+		n->busy = false;
 }
 
 static void
@@ -1000,9 +1062,7 @@ static void
 join_step(struct node *n, struct state *st)
 {
 	char key[512], *val, seq[64], wkey[512], want[512], cur[64];
-	struct result res;
 	unsigned c;
-	int i;
 
 	if (!st->present) {
 		struct state fresh = { .min = n->me.min_nodes,
@@ -1066,25 +1126,28 @@ join_step(struct node *n, struct state *st)
 		return;
 	}
 	/* Round c runs: are we in it? */
-	if (result_read(n, c, &res)) {
-		i = result_find(&res, n->me.node_id);
-		if (i >= 0 && n->joined == c + 1) {
-			if (n->told_joined != c + 1)
-				say_joined(n, c, res.n);
-			say_round(n, &res, c, i);
-			n->phase = PH_RUNNING;
-			n->cur = c;
-			n->group_rank = i;
-			n->told_waiting = -1;
-			result_done(&res);
+	if (n->joined == c + 1) {
+		if (n->fetched != c + 1) {
+			place_fetch(n, c);
 			return;
 		}
-		result_done(&res);
+		if (n->assigned) {
+			if (n->told_joined != c + 1)
+				say_joined(n, c, n->place.group_world_size);
+			say_place(n, &n->place);
+			n->phase = PH_RUNNING;
+			n->cur = c;
+			n->group_rank = n->place.group_rank;
+			n->told_waiting = -1;
+			return;
+		}
 	}
 	/* Late: the leader opens a round for us if there is room. */
 	if (n->waited != c + 1) {
 		n->asked = c;
-		put_own(n, wkey, "", waited);
+		snprintf(cur, sizeof(cur), "a/%u/", c);
+		txn(n, json_array(), json_pack("[o, o]", op_put(n, wkey, "",
+		    true), op_count(n, cur)), waited, false);
 	}
 }
 
@@ -1145,18 +1208,19 @@ reattached(struct node *n, bool ok, json_t *reply)
 static void
 reattach_step(struct node *n, struct state *st)
 {
-	struct result res;
 	char key[512], ekey[512], *val;
 	json_t *ops;
 	unsigned next;
-	int i = -1;
+	bool ours = false;
 
-	if (st->present && st->round == n->cur && st->status != ST_OPEN &&
-	    result_read(n, n->cur, &res)) {
-		i = result_find(&res, n->me.node_id);
-		result_done(&res);
+	if (st->present && st->round == n->cur && st->status != ST_OPEN) {
+		if (n->fetched != n->cur + 1) {
+			place_fetch(n, n->cur);
+			return;
+		}
+		ours = n->assigned && n->place.group_rank == n->group_rank;
 	}
-	if (i < 0 || (unsigned)i != n->group_rank) {
+	if (!ours) {
 		next = !st->present ? n->cur + 1 : st->status == ST_OPEN ?
 		    st->round : st->round + 1;
 		say_n(n, RV_RESTART, next > n->cur ? next : n->cur + 1);
@@ -1231,28 +1295,29 @@ decide_open(struct node *n, const struct state *st)
 static void
 decide_running(struct node *n, const struct state *st)
 {
-	struct result res;
-	const char *lost = NULL;
-	unsigned c = st->round, i, alive = 0, running = 0, finished = 0;
-	unsigned waiting, wants = 0;
+	const char *lost = NULL, *id;
+	unsigned c = st->round, members = 0, alive = 0, running = 0;
+	unsigned finished = 0, waiting, wants = 0;
 	struct kv *kv;
-	char why[300], num[32];
+	char why[300], num[32], pfx[64];
 	bool in, out;
 
-	if (!result_read(n, c, &res))
-		return;
-	for (i = 0; i < res.n; i++) {
-		in = kv_getf(n, "r/%u/join/%s", c, res.m[i].id) != NULL;
-		out = kv_getf(n, "r/%u/exit/%s", c, res.m[i].id) != NULL;
+	snprintf(pfx, sizeof(pfx), "a/%u/", c);
+	KV_PREFIX_FOREACH(kv, n, pfx) {
+		id = kv->key + strlen(pfx);
+		in = kv_getf(n, "r/%u/join/%s", c, id) != NULL;
+		out = kv_getf(n, "r/%u/exit/%s", c, id) != NULL;
+		members++;
 		alive += in;
 		finished += out;
 		running += in && !out;
 		if (!in && !out && lost == NULL)
-			lost = res.m[i].id;
+			lost = id;
 	}
+	if (members == 0)
+		return;
 	if (lost != NULL)
 		snprintf(why, sizeof(why), "node %s lost", lost);
-	result_done(&res);
 	waiting = kv_count(n, "waiting/");
 	KV_PREFIX_FOREACH(kv, n, "want/")
 		if (strtoul(kv->val, NULL, 10) > c)
@@ -1394,8 +1459,10 @@ on_watch_msg(void *ctx, json_t *res)
 		    json_object_get(ev, "type")) != NULL && strcmp(
 		    json_string_value(json_object_get(ev, "type")), "DELETE") ==
 		    0, false);
+	n->in_watch = true;
 	evaluate(n);
-	return true;
+	n->in_watch = false;
+	return !n->rescope;
 }
 
 static void
@@ -1404,6 +1471,12 @@ on_watch_end(void *ctx, const char *why)
 	struct node *n = ctx;
 
 	n->watch = NULL;
+	if (n->rescope) {
+		n->rescope = false;
+		if (!n->ranging)
+			sync_start(n);
+		return;
+	}
 	if (n->resync) {
 		n->resync = false;
 		n->ready = false;
@@ -1440,11 +1513,16 @@ set_scope(struct node *n, bool full)
 		    "node", n->me.run_id);
 	else
 		info_msg("etcd: job %s: another node leads", n->me.run_id);
-	etcd_stream_close(n->watch);
-	n->watch = NULL;
 	n->ready = false;
 	n->resync = false;
 	n->lastcall_gone = -1;
+	/* A stream is not closed from its own callback: it ends it. */
+	if (n->in_watch && n->watch != NULL) {
+		n->rescope = true;
+		return;
+	}
+	etcd_stream_close(n->watch);
+	n->watch = NULL;
 	if (!n->ranging)
 		sync_start(n);
 }
@@ -1578,7 +1656,7 @@ fence(struct node *n, const char *why)
 	}
 	n->lease = 0;
 	n->keepalive_asked = false;
-	n->joined = n->waited = n->exited = n->wanted = 0;
+	n->joined = n->waited = n->exited = n->wanted = n->fetched = 0;
 	set_scope(n, false);
 }
 
@@ -1816,6 +1894,7 @@ node_free(struct node *n)
 		return;
 	etcd_stream_close(n->watch);
 	kv_clear(n);
+	json_decref(n->steps);
 	loop_del(n->lp, &n->timer);
 	close(n->timer.fd);
 	free(n);

@@ -7,8 +7,10 @@
  * the job's prefix with values it writes or picks from esv's shapes, and
  * says JOIN, BARRIER and CLOSE.
  *
- * Checks: every message node.c says to the supervisor formats as one line
- * of the protocol; every ROUND has its ranks within its world.
+ * Checks: a stream is never closed from its own callback (etcd.c would go
+ * on with it freed: it is ended by returning false); every message node.c
+ * says to the supervisor formats as one line of the protocol; every ROUND
+ * has its ranks within its world.
  *
  * Each step: one op byte (low 4 bits), then its operands.
  * The keys are those of a follower's copy (h/) and of a leader's (all):
@@ -54,6 +56,8 @@ struct etcd_stream {
 
 static struct callq calls = TAILQ_HEAD_INITIALIZER(calls);
 static struct etcd_stream *watch;
+/* etcd.c frees a stream closed from its own callback under itself. */
+static struct etcd_stream *in_msg;
 static long long revision;
 static bool said_gone;
 
@@ -94,6 +98,7 @@ etcd_stream_close(struct etcd_stream *s)
 	if (s == NULL)
 		return;
 	CHECK(s == watch);
+	CHECK(s != in_msg);
 	free(watch);
 	watch = NULL;
 }
@@ -209,6 +214,21 @@ pick_value(uint8_t b, uint8_t c, char *v, size_t len)
 }
 
 /* As etcd.c ends a stream: the end callback, then it is gone. */
+static void	end_watch(const char *why);
+
+static void
+deliver(json_t *res)
+{
+	bool go_on;
+
+	in_msg = watch;
+	go_on = watch->msg(watch->ctx, res);
+	in_msg = NULL;
+	if (!go_on)
+		end_watch("ended by its reader");
+}
+
+
 static void
 end_watch(const char *why)
 {
@@ -248,8 +268,7 @@ event(json_t *kv, bool del)
 		json_object_set_new(ev, "type", json_string("DELETE"));
 	res = json_pack("{s:{s:s}, s:[o]}", "header", "revision", rev,
 	    "events", ev);
-	if (!watch->msg(watch->ctx, res))
-		end_watch("ended by its reader");
+	deliver(res);
 	json_decref(res);
 }
 
@@ -363,15 +382,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				json_t *res = json_pack("{s:b, s:s}", "canceled",
 				    1, "compact_revision", "3");
 
-				if (!watch->msg(watch->ctx, res))
-					end_watch("ended by its reader");
+				deliver(res);
 				json_decref(res);
 			} else if (op & 32) {
 				end_watch("member gone");
 			} else {
 				json_t *res = json_pack("{s:b}", "created", 1);
 
+				in_msg = watch;
 				CHECK(watch->msg(watch->ctx, res));
+				in_msg = NULL;
 				json_decref(res);
 			}
 			break;
