@@ -58,9 +58,9 @@
 #define SHUTDOWN_MS	3000	/* to revoke the lease on the way out */
 #define MAX_MEMBERS	8192
 /*
- * Of one value: a result names every member (some 80 bytes each, up to
- * 400 with names of the protocol's longest), and etcd takes requests of
- * 1.5 MiB by default.
+ * Of one value: esv's own are small (a place, a join, the state with the
+ * ids a restart expects back, some 80 to 400 bytes an id); etcd takes
+ * requests of 1.5 MiB by default.
  */
 #define VALUE_MAX	(4u << 20)
 

@@ -1,13 +1,14 @@
 /*
  * One node's part of a rendezvous held in etcd: what esv-rdzv decides for
- * every node of a job, decided here by each node against a shared
- * keyspace, with etcd's transactions as the only arbiter.  The layout and
- * its rules are in esv-rdzv-etcd(8).
+ * every node of a job, decided here by the node that leads (holds h/lead)
+ * against a shared keyspace, with etcd's transactions as the only
+ * arbiter.  The layout and its rules are in esv-rdzv-etcd(8).
  *
- * The node keeps a copy of the job's keys (one range, then one watch),
- * takes every decision from that copy, and writes with a compare on what
- * it saw; a write that loses a race is dropped and the decision taken
- * again once the copy has caught up with the winner.
+ * The node keeps a copy of the keys it watches (one range, then one
+ * watch): every key of the job while it leads, h/ alone while it
+ * follows.  The leader takes each decision from its copy and writes it
+ * with a compare on what it saw; a write that loses a race is dropped and
+ * the decision taken again once the copy has caught up with the winner.
  */
 #ifndef ESV_ETCD_NODE_H
 #define ESV_ETCD_NODE_H
