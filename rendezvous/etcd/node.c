@@ -94,6 +94,8 @@ struct state {
 
 /* A txn per step: etcd takes 128 operations in one (--max-txn-ops). */
 #define OPS_PER_TXN	100
+/* Of a join's responses (join_ops), the one that counts the joins. */
+#define JOIN_SEQ_READ	2
 
 enum phase {
 	PH_IDLE,	/* waiting for a JOIN */
@@ -153,8 +155,11 @@ struct node {
 	unsigned		 asked;		/* round of the write in flight */
 	unsigned		 fetched;	/* our a/R/ read (round + 1) */
 	bool			 assigned;	/* and it was there: */
+	bool			 place_linear;	/* the last read was refused */
 	struct rdzv_round_msg	 place;
-	json_t			*steps;		/* of a completion, in order */
+	json_t			*steps;		/* of a completion: stages */
+	unsigned		 chunks_out;	/* a stage's writes in flight */
+	bool			 chunks_failed, chunks_stale;
 	long long		 told_waiting;	/* -1: nothing told */
 	bool			 shutting;
 	long long		 shutdown_by;
@@ -745,13 +750,65 @@ step_done(struct node *n, bool ok, json_t *reply)
 	steps_next(n);
 }
 
+/* One write of a stage sent at once (steps_next) answered. */
+static void
+on_chunk(void *ctx, json_t *reply, const char *err)
+{
+	struct node *n = ctx;
+	long long rev;
+
+	if (reply == NULL) {
+		warn_msg("etcd: a write was refused: %s", err);
+		n->chunks_failed = true;
+	} else if (!json_is_true(json_object_get(reply, "succeeded"))) {
+		n->chunks_failed = true;
+		if (header_rev(reply, &rev) && rev > n->rev)
+			n->chunks_stale = true;
+	}
+	if (--n->chunks_out > 0)
+		return;
+	n->busy = false;
+	step_done(n, !n->chunks_failed, NULL);
+	if (n->chunks_stale && !n->busy) {
+		/* As on_txn: a lost compare reads the keys again. */
+		n->need_rev = 0;
+		refresh(n);
+	}
+	evaluate(n);
+	if (n->shutting && !n->busy)
+		shutdown_step(n);
+}
+
+/*
+ * The next stage of a completion: its writes all at once, for none
+ * depends on another (each compares h/state alone), then the next
+ * stage once every one has landed.
+ */
 static void
 steps_next(struct node *n)
 {
-	json_t *body = json_incref(json_array_get(n->steps, 0));
+	json_t *stage = json_incref(json_array_get(n->steps, 0)), *body;
+	size_t i;
 
 	json_array_remove(n->steps, 0);
-	txn_body(n, body, step_done, true);
+	if (json_array_size(stage) == 1)
+		txn_body(n, json_incref(json_array_get(stage, 0)), step_done,
+		    true);
+	else {
+		n->chunks_out = 0;
+		n->chunks_failed = n->chunks_stale = false;
+		json_array_foreach(stage, i, body)
+			if (etcd_call(n->e, "/v3/kv/txn", json_incref(body),
+			    on_chunk, n) == 0)
+				n->chunks_out++;
+		n->busy = n->chunks_out > 0;
+		if (!n->busy) {
+			warn_msg("etcd: out of memory for a write");
+			json_decref(n->steps);
+			n->steps = NULL;
+		}
+	}
+	json_decref(stage);
 }
 
 /*
@@ -768,7 +825,7 @@ commit(struct node *n, const struct state *st)
 {
 	char pfx[64], key[512], *val;
 	struct kv *kv, **joins, *seq;
-	json_t *jv, **arr, *ops, *steps, *p;
+	json_t *jv, **arr, *ops, *steps, *chunks, *p;
 	struct group_info *g = NULL;
 	struct rank_assignment ra;
 	unsigned count, i, take = 0;
@@ -795,17 +852,20 @@ commit(struct node *n, const struct state *st)
 		g[i].local_world_size = json_integer_value(json_object_get(
 		    arr[i], "nproc"));
 	}
+	/* Stages: a stale a/C/ deleted; the places; the flip. */
 	steps = json_array();
 	ops = json_array();
+	chunks = json_array();
 	snprintf(key, sizeof(key), "a/%u/", st->round);
 	if (kv_count(n, key) > 0)
-		json_array_append_new(steps, json_pack("{s:[o], s:[o]}",
+		json_array_append_new(steps, json_pack("[{s:[o], s:[o]}]",
 		    "compare", cmp_mod(n, "h/state", st->mod), "success",
 		    op_del(n, key)));
 	for (i = 0; i < take; i++) {
 		if (ranks_assign(g, take, i, &ra) == -1) {
 			warn_msg("etcd: round %u: ranks overflow", st->round);
 			json_decref(ops);
+			json_decref(chunks);
 			json_decref(steps);
 			goto out;
 		}
@@ -825,18 +885,21 @@ commit(struct node *n, const struct state *st)
 		json_array_append_new(ops, op_put(n, key, val, false));
 		free(val);
 		if (json_array_size(ops) == OPS_PER_TXN && i + 1 < take) {
-			json_array_append_new(steps, json_pack("{s:[o], s:o}",
+			json_array_append_new(chunks, json_pack("{s:[o], s:o}",
 			    "compare", cmp_mod(n, "h/state", st->mod),
 			    "success", ops));
 			ops = json_array();
 		}
 	}
+	if (json_array_size(chunks) > 0)
+		json_array_append(steps, chunks);
+	json_decref(chunks);
 	val = state_json(st, st->round, "running", NULL);
 	json_array_append_new(ops, op_put(n, "h/state", val, false));
 	free(val);
 	snprintf(key, sizeof(key), "r/%u/seq", st->round);
 	seq = kv_get(n, key);
-	json_array_append_new(steps, json_pack("{s:[o, o], s:o}", "compare",
+	json_array_append_new(steps, json_pack("[{s:[o, o], s:o}]", "compare",
 	    cmp_mod(n, "h/state", st->mod), cmp_mod(n, key, seq != NULL ?
 	    seq->mod : 0), "success", ops));
 	info_msg("etcd: job %s: completing round %u with %u node(s)",
@@ -955,6 +1018,28 @@ op_count(struct node *n, const char *pfx)
 	return json_pack("{s:o}", "request_range", r);
 }
 
+/* The version of the one key the i-th response of a txn read. */
+static unsigned
+reply_version(json_t *reply, size_t i)
+{
+	json_t *range = json_object_get(json_array_get(json_object_get(reply,
+	    "responses"), i), "response_range");
+	long long version = 0;
+
+	if (etcd_int(json_array_get(json_object_get(range, "kvs"), 0),
+	    "version", &version) == -1 || version < 0)
+		version = 0;
+	return version > MAX_MEMBERS ? MAX_MEMBERS : (unsigned)version;
+}
+
+/* The reply of the txn run as the i-th operation of a txn. */
+static json_t *
+reply_txn(json_t *reply, size_t i)
+{
+	return json_object_get(json_array_get(json_object_get(reply,
+	    "responses"), i), "response_txn");
+}
+
 /* The count of the range answered as the i-th response of a txn. */
 static unsigned
 reply_count(json_t *reply, size_t i)
@@ -970,15 +1055,58 @@ reply_count(json_t *reply, size_t i)
 	return (unsigned)count;
 }
 
+/* A join landed; ops is the reply of its operations (join_ops). */
+static void
+joined_ops(struct node *n, json_t *reply, json_t *ops)
+{
+	long long rev;
+
+	n->joined = n->asked + 1;
+	/*
+	 * h/lead existed at this revision or our join made it: there is no
+	 * election to try until the copy has seen that far.
+	 */
+	if (header_rev(reply, &rev) && rev > n->elect_rev)
+		n->elect_rev = rev;
+	/* The join and the count are of one revision: we are in it. */
+	say_joined(n, n->asked, reply_version(ops, JOIN_SEQ_READ) > 0 ?
+	    reply_version(ops, JOIN_SEQ_READ) : 1);
+}
+
 static void
 joined(struct node *n, bool ok, json_t *reply)
 {
-	if (!ok)
+	if (ok)
+		joined_ops(n, reply, reply);
+}
+
+/*
+ * The join of a job with no state yet (join_step): made the state, or
+ * found it as it would have made it, or found another and lost.
+ */
+static void
+joined_fresh(struct node *n, bool ok, json_t *reply)
+{
+	json_t *made = reply_txn(reply, 0), *found;
+	long long rev;
+
+	if (!ok || made == NULL)
 		return;
-	n->joined = n->asked + 1;
-	/* The join and the count are of one revision: we are in it. */
-	say_joined(n, n->asked, reply_count(reply, 4) > 0 ?
-	    reply_count(reply, 4) : 1);
+	if (json_is_true(json_object_get(made, "succeeded"))) {
+		/* Decide again once the copy has our h/state. */
+		if (header_rev(reply, &rev) && rev > n->need_rev)
+			n->need_rev = rev;
+		joined_ops(n, reply, made);
+		return;
+	}
+	found = reply_txn(made, 0);
+	if (json_is_true(json_object_get(found, "succeeded"))) {
+		joined_ops(n, reply, found);
+		return;
+	}
+	/* Another round, or another job's terms: read them. */
+	if (header_rev(reply, &rev) && rev > n->rev)
+		refresh(n);
 }
 
 static void
@@ -1005,6 +1133,8 @@ on_place(void *ctx, json_t *reply, const char *err)
 	char val[1024];
 
 	n->busy = false;
+	/* A member behind our copy, or the revision compacted away. */
+	n->place_linear = reply == NULL;
 	if (reply == NULL)
 		warn_msg("etcd: reading our place in round %u: %s", n->asked,
 		    err);
@@ -1020,17 +1150,29 @@ on_place(void *ctx, json_t *reply, const char *err)
 		evaluate(n);
 }
 
+/*
+ * The place is read at the copy's revision, which has the round running,
+ * from whichever member answers without a round of its consensus: the
+ * past does not change, so that is as good as a linearizable read and
+ * costs etcd far less when K nodes read at once.  A member that has not
+ * got that far, or has compacted it, refuses; then a linearizable read.
+ */
 static void
 place_fetch(struct node *n, unsigned round)
 {
 	char key[1024];
+	json_t *body;
 
 	snprintf(key, sizeof(key), "%sa/%u/%s", n->prefix, round,
 	    n->me.node_id);
+	body = json_pack("{s:o}", "key", etcd_b64(key, strlen(key)));
+	if (!n->place_linear && n->rev > 0) {
+		json_object_set_new(body, "serializable", json_true());
+		json_object_set_new(body, "revision", json_integer(n->rev));
+	}
 	n->asked = round;
 	n->busy = true;
-	if (etcd_call(n->e, "/v3/kv/range", json_pack("{s:o}", "key",
-	    etcd_b64(key, strlen(key))), on_place, n) == -1)
+	if (etcd_call(n->e, "/v3/kv/range", body, on_place, n) == -1)
 		n->busy = false;
 }
 
@@ -1058,21 +1200,77 @@ put_own(struct node *n, const char *key, const char *val, then_fn *then)
 	    false);
 }
 
+/*
+ * One write: the join, the count it makes, and the lead if nobody holds
+ * it, so that the first joiner leads at once.  A node that waited for
+ * room or wanted a new round drops those keys; in a job that has no
+ * state yet it has none to drop (fresh), and the write is the lighter.
+ */
+static json_t *
+join_ops(struct node *n, unsigned c, bool fresh)
+{
+	char key[512], *val, seq[64], wkey[512], want[512];
+	json_t *ops, *seq_read;
+
+	snprintf(key, sizeof(key), "r/%u/join/%s", c, n->me.node_id);
+	snprintf(seq, sizeof(seq), "r/%u/seq", c);
+	snprintf(wkey, sizeof(wkey), "waiting/%s", n->me.node_id);
+	snprintf(want, sizeof(want), "want/%s", n->me.node_id);
+	val = join_json(n);
+	/* seq's version, once put, counts the round's joins in O(1). */
+	seq_read = json_pack("{s:{s:o, s:b}}", "request_range", "key",
+	    b64key(n, seq), "keys_only", 1);
+	ops = json_pack("[o, o, o, {s:{s:[o], s:[o]}}]",
+	    op_put(n, key, val, true), op_put(n, seq, "", false), seq_read,
+	    "request_txn", "compare", cmp_absent(n, "h/lead"), "success",
+	    op_put(n, "h/lead", n->me.node_id, true));
+	if (!fresh) {
+		json_array_append_new(ops, op_del(n, wkey));
+		json_array_append_new(ops, op_del(n, want));
+	}
+	free(val);
+	return ops;
+}
+
+/*
+ * The first nodes of a job find no state.  Each joins in one write that
+ * makes the state if it is still absent, or else joins if the state is
+ * byte for byte the one it would have made (round `target` open, the
+ * same terms): K nodes starting at once cost K writes, not 2K, and none
+ * of them reads again.
+ */
+static void
+join_fresh(struct node *n)
+{
+	struct state fresh = { .min = n->me.min_nodes,
+	    .max = n->me.max_nodes, .last_call_ms = n->me.last_call_ms };
+	char *val = state_json(&fresh, n->target, "open", NULL);
+	json_t *made, *found, *cmp_same;
+
+	cmp_same = json_pack("{s:o, s:s, s:s, s:o}", "key", b64key(n,
+	    "h/state"), "target", "VALUE", "result", "EQUAL", "value",
+	    etcd_b64(val, strlen(val)));
+	made = join_ops(n, n->target, true);
+	json_array_append_new(made, op_put(n, "h/state", val, false));
+	found = json_pack("[{s:{s:[o], s:o}}]", "request_txn", "compare",
+	    cmp_same, "success", join_ops(n, n->target, true));
+	n->asked = n->target;
+	txn(n, json_array(), json_pack("[{s:{s:[o], s:o, s:o}}]",
+	    "request_txn", "compare", cmp_absent(n, "h/state"), "success",
+	    made, "failure", found), joined_fresh, false);
+	free(val);
+}
+
 static void
 join_step(struct node *n, struct state *st)
 {
-	char key[512], *val, seq[64], wkey[512], want[512], cur[64];
+	char wkey[512], want[512], cur[64];
 	unsigned c;
 
 	if (!st->present) {
-		struct state fresh = { .min = n->me.min_nodes,
-		    .max = n->me.max_nodes, .last_call_ms = n->me.last_call_ms };
-
-		val = state_json(&fresh, n->target, "open", NULL);
-		txn(n, json_pack("[o]", cmp_absent(n, "h/state")),
-		    json_pack("[o]", op_put(n, "h/state", val, false)), NULL,
-		    true);
-		free(val);
+		/* Ours made it: the watch is to bring it. */
+		if (n->joined != n->target + 1)
+			join_fresh(n);
 		return;
 	}
 	if (st->min != n->me.min_nodes || st->max != n->me.max_nodes ||
@@ -1106,23 +1304,9 @@ join_step(struct node *n, struct state *st)
 	if (st->status == ST_OPEN) {
 		if (n->joined == c + 1)
 			return;
-		/*
-		 * One write: the join, the count it makes, and the lead if
-		 * nobody holds it, so that the first joiner leads at once.
-		 */
-		snprintf(key, sizeof(key), "r/%u/join/%s", c, n->me.node_id);
-		snprintf(seq, sizeof(seq), "r/%u/seq", c);
-		snprintf(cur, sizeof(cur), "r/%u/join/", c);
-		val = join_json(n);
 		n->asked = c;
 		txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
-		    json_pack("[o, o, o, o, o, {s:{s:[o], s:[o]}}]",
-		    op_put(n, key, val, true), op_put(n, seq, "", false),
-		    op_del(n, wkey), op_del(n, want), op_count(n, cur),
-		    "request_txn", "compare", cmp_absent(n, "h/lead"),
-		    "success", op_put(n, "h/lead", n->me.node_id, true)),
-		    joined, false);
-		free(val);
+		    join_ops(n, c, false), joined, false);
 		return;
 	}
 	/* Round c runs: are we in it? */

@@ -158,7 +158,7 @@ pick_key(uint8_t b, char *key, size_t len)
 		snprintf(key, len, PREFIX "r/%u/lastcall", r);
 		break;
 	case 7: case 8:
-		snprintf(key, len, PREFIX "h/r/%u/result", r);
+		snprintf(key, len, PREFIX "a/%u/%s", r, id);
 		break;
 	case 9:
 		snprintf(key, len, PREFIX "r/%u/exit/%s", r, id);
@@ -201,10 +201,13 @@ pick_value(uint8_t b, uint8_t c, char *v, size_t len)
 		    "default", (c & 16) ? "10.0.0.1" : "a b", 29500 + (c >> 5));
 		break;
 	case 2:
-		snprintf(v, len, "{\"members\":[{\"id\":\"me_1_0\",\"nproc\":%u,"
-		    "\"role\":\"default\",\"addr\":\"10.0.0.1\",\"port\":1}%s]}",
-		    c & 3, (c & 4) ? ",{\"id\":\"n2_2_0\",\"nproc\":2,\"role\":"
-		    "\"default\",\"addr\":\"h\",\"port\":2}" : "");
+		/* A place (a/R/<node>), sound or off by the bits of c. */
+		snprintf(v, len, "{\"group_rank\":%u,\"group_world_size\":%u,"
+		    "\"base_rank\":%u,\"world_size\":%u,\"base_role_rank\":0,"
+		    "\"role_world_size\":%u,\"master_addr\":\"%s\","
+		    "\"master_port\":%u}", c & 3, 1 + ((c >> 2) & 1), c & 1,
+		    2 + ((c >> 3) & 1), 2, (c & 16) ? "10.0.0.1" : "a b",
+		    (c & 32) ? 29500u : 70000u);
 		break;
 	default:
 		snprintf(v, len, "%s", (c & 1) ? "" : (c & 2) ? "me_1_0" :
@@ -285,12 +288,26 @@ good_reply(const struct call *c, uint8_t b)
 	if (strcmp(c->path, "/v3/lease/keepalive") == 0)
 		return (b & 4) ? json_pack("{s:{s:s, s:s}}", "result", "ID", "7",
 		    "TTL", "2") : json_pack("{s:{s:s}}", "result", "ID", "7");
-	/* A join's count is its fifth response; etcd omits a zero count. */
-	if (strcmp(c->path, "/v3/kv/txn") == 0)
-		return json_pack("{s:{s:s}, s:b, s:[{}, {}, {}, {}, {s:{s:s}}]}",
-		    "header", "revision", rev, "succeeded", (b & 4) != 0,
-		    "responses", "response_range", "count", (b & 8) ? "2" :
-		    (b & 16) ? "-1" : "x");
+	/*
+	 * A txn's responses as a join's (the version of seq third, the
+	 * fresh join's nested txn first) and a wait's (a count second),
+	 * whatever was asked: etcd omits zeros, and b picks odd values.
+	 */
+	if (strcmp(c->path, "/v3/kv/txn") == 0) {
+		const char *n = (b & 8) ? "2" : (b & 16) ? "-1" : "x";
+		json_t *join = json_pack("[{}, {s:{s:s}}, {s:{s:[{s:s}]}}]",
+		    "response_range", "count", n, "response_range", "kvs",
+		    "version", n);
+		json_t *inner = (b & 64) ? json_deep_copy(join) :
+		    json_pack("[{s:{s:b, s:o}}]", "response_txn", "succeeded",
+		    (b & 128) != 0, "responses", json_deep_copy(join));
+
+		json_array_set_new(join, 0, json_pack("{s:{s:b, s:o}}",
+		    "response_txn", "succeeded", (b & 32) != 0, "responses",
+		    inner));
+		return json_pack("{s:{s:s}, s:b, s:o}", "header", "revision",
+		    rev, "succeeded", (b & 4) != 0, "responses", join);
+	}
 	return json_pack("{s:{s:s}}", "header", "revision", rev);
 }
 
