@@ -495,6 +495,22 @@ static void	refresh(struct node *);
 static void	txn_body(struct node *, json_t *body, then_fn *then,
 		    bool echo);
 
+/*
+ * A compare failed on a copy behind etcd.  If the watch has not brought
+ * the winner's write yet, read the keys now rather than wait: the
+ * revision etcd answered with may be of another job's write, which our
+ * watch never sees.
+ */
+static void
+lost_race(struct node *n, json_t *reply)
+{
+	long long rev;
+
+	n->need_rev = 0;
+	if (header_rev(reply, &rev) && rev > n->rev)
+		refresh(n);
+}
+
 static void
 on_txn(void *ctx, json_t *reply, const char *err)
 {
@@ -517,17 +533,10 @@ on_txn(void *ctx, json_t *reply, const char *err)
 		    rev > n->need_rev)
 			n->need_rev = rev;
 	}
-	/*
-	 * A compare that failed saw a copy behind etcd.  If the watch has
-	 * not brought the winner's write yet, read the job's keys now
-	 * rather than wait: the revision etcd answered with may be of
-	 * another job's write, which our watch never sees.
-	 */
-	if (reply != NULL && !ok) {
+	if (reply != NULL && !ok && n->echo)
+		lost_race(n, reply);
+	else if (reply != NULL && !ok)
 		n->need_rev = 0;
-		if (header_rev(reply, &rev) && rev > n->rev && n->echo)
-			refresh(n);
-	}
 	if (then != NULL)
 		then(n, ok, reply);
 	evaluate(n);
@@ -1105,8 +1114,7 @@ joined_fresh(struct node *n, bool ok, json_t *reply)
 		return;
 	}
 	/* Another round, or another job's terms: read them. */
-	if (header_rev(reply, &rev) && rev > n->rev)
-		refresh(n);
+	lost_race(n, reply);
 }
 
 static void
