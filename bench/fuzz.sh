@@ -10,6 +10,9 @@
 # Usage: bench/fuzz.sh [HARNESS...]
 #   FUZZ_RUNS (10000000), FUZZ_SECS (budget per harness, 7200),
 #   FUZZ_JOBS (harnesses at once, 1), ESV_BUILD (build-fuzz),
+#   FUZZ_TIMEOUT (seconds one input may take, 10: raise it when the
+#   fuzzers run at a low priority beside other work, which can starve
+#   them that long),
 #   BENCH_KEEP=DIR keeps the corpora grown, to resume from.
 set -euo pipefail
 . "$(dirname "$0")/common.sh" fuzz
@@ -17,6 +20,7 @@ set -euo pipefail
 runs=${FUZZ_RUNS:-10000000}
 secs=${FUZZ_SECS:-7200}
 jobs=${FUZZ_JOBS:-1}
+timeout=${FUZZ_TIMEOUT:-10}
 build=$root/${ESV_BUILD:-build-fuzz}
 if [ ! -f "$build/build.ninja" ]; then
 	(cd "$root" && CC=clang bash tools/setup.sh "${ESV_BUILD:-build-fuzz}" \
@@ -44,7 +48,7 @@ one() {
 	log=$work/$n/log
 	start=$(date +%s.%N)
 	"$build/tests/fuzz/$n" -seed=1 -runs="$runs" -max_total_time="$secs" \
-	    -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -max_len=8192 -timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 \
 	    -close_fd_mask=2 \
 	    -artifact_prefix="$work/$n/artifacts/" "$work/$n/corpus" \
 	    "$root/tests/fuzz/corpus/$n" >"$log" 2>&1 || rc=$?
@@ -72,6 +76,6 @@ echo "fuzz: $runs executions or ${secs} s each, $(nproc) CPUs, $(date -u +%FT%TZ
 echo "fuzz: work directory $work"
 failed=0
 export -f one
-export work runs secs build root python
+export work runs secs timeout build root python
 printf '%s\n' "${names[@]}" | xargs -P "$jobs" -I{} bash -c 'one {}' || failed=1
 [ "$failed" -eq 0 ] || { echo "fuzz: a harness failed" >&2; exit 1; }

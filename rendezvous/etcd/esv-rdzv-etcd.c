@@ -148,6 +148,8 @@ link_close(const char *why)
 		gone(NULL);
 }
 
+static void	rearm(void);
+
 static void
 on_line(char *line)
 {
@@ -237,6 +239,8 @@ on_sock(struct watch *w, uint32_t events)
 		g.inlen = 0;
 		on_line(g.in);
 	}
+	/* A JOIN keys the link: its PINGs are due from now on. */
+	rearm();
 }
 
 static void
@@ -246,9 +250,13 @@ rearm(void)
 
 	if (g.closing)
 		return;
-	at = g.last_tx + g.hb_ms;
-	if (g.last_rx + 3LL * g.hb_ms < at)
-		at = g.last_rx + 3LL * g.hb_ms;
+	/*
+	 * Before the JOIN there is no session key and no PING can be sent:
+	 * a deadline for one would fire at once, again and again.
+	 */
+	at = g.last_rx + 3LL * g.hb_ms;
+	if (g.keyed && g.last_tx + g.hb_ms < at)
+		at = g.last_tx + g.hb_ms;
 	timer_arm_ms(g.timer.fd, at > now ? at - now : 0);
 }
 
@@ -266,7 +274,7 @@ on_timer(struct watch *w, uint32_t events)
 		link_close("no word from the supervisor for three heartbeats");
 		return;
 	}
-	if (now >= g.last_tx + g.hb_ms)
+	if (g.keyed && now >= g.last_tx + g.hb_ms)
 		say(NULL, &ping);
 	rearm();
 }
