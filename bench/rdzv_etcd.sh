@@ -4,8 +4,9 @@
 # one-member etcd, beside esv-rdzv for the same K (bench/rdzv_bench.c both
 # ways); the etcd requests a round costs; the helpers' memory; how soon the
 # other nodes hear of a node lost (kill -9: its lease expires) and of a node
-# that leaves (its lease revoked); and, for each K, a floor: the same
-# fan-out of join events to K watchers on a bare etcd, with curl.
+# that leaves (its lease revoked); and, for each K, a floor: the etcd work
+# of such a round (joins, watches, places, flip, reads) on a bare etcd,
+# with curl watching and nothing decided.
 # See bench/README.md, "Rendezvous on etcd".  It measures and prints; it
 # asserts nothing and exits 0 even when a target is missed.
 #
@@ -76,6 +77,7 @@ import base64
 import http.client
 import json
 import os
+import queue
 import random
 import re
 import resource
@@ -457,22 +459,32 @@ def liveness(etcd):
     return loss, loss_ka, leave, helper_warnings(logs)
 
 
-# ---- the floor: K watchers, K join-shaped writes, on a bare etcd ----
+# ---- the floor: the round's etcd work alone, on a bare etcd ----
 
 def floor(etcd, k):
-    """K curl processes watch one prefix as the helpers do; then K
-    transactions of a join's shape (put r/0/join/<node>, put r/0/seq,
-    delete waiting/<node>) come from 16 connections at once.  The time
-    from the last write's reply until every watcher has every event is
-    what etcd and its JSON gateway alone take to fan out a round's joins,
-    with nothing decided."""
+    """What a round of K nodes asks of etcd in esv-rdzv-etcd's design,
+    with nobody deciding anything: one curl watches the whole job (the
+    leader), K-1 curls watch its h/ (the followers); K transactions of a
+    join's shape (put r/0/join/<node>, put r/0/seq, read seq's version,
+    create h/lead if absent) come from 16 connections at once; once they
+    are in and the leader's watch has them, the places go out in writes
+    of 100 and the flip (put h/state); as each follower's watch brings
+    the flip, its place is read (serializable, at the flip's revision)
+    on 16 connections.  The time from the last join's reply to the last
+    place read is what etcd and its JSON gateway alone take for the part
+    of a round that esv-rdzv-etcd's "last join to last ROUND" covers."""
     prefix = f"/floor/{os.getpid()}-{k}/"
-    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    body = json.dumps({"create_request": {"key": b64(prefix),
-                                          "range_end": b64(end)}})
+    nodes = [f"node-{i:05d}" for i in range(k)]
+
+    def rng(pfx):
+        e = pfx[:-1] + chr(ord(pfx[-1]) + 1)
+        return {"key": b64(pfx), "range_end": b64(e)}
+
     procs = []
     sel = selectors.DefaultSelector()
     for i in range(k):
+        body = json.dumps({"create_request": rng(prefix if i == 0 else
+                                                 prefix + "h/")})
         p = subprocess.Popen(["curl", "-sN", "--max-time", "120", "-X",
                               "POST", etcd.url + "/v3/watch", "-d", body],
                              stdin=subprocess.DEVNULL,
@@ -482,13 +494,27 @@ def floor(etcd, k):
         sel.register(p.stdout, selectors.EVENT_READ, i)
         procs.append(p)
     created, events = [False] * k, [0] * k
-    tails, t_done = [b""] * k, [None] * k
-    want = 2 * k
+    tails = [b""] * k
+    flip_seen = [None] * k
     pat = b'"kv":'
+    state_key = b64(prefix + "h/state").encode()
+    host = ("127.0.0.1", etcd.port)
+    reads = queue.Queue()
+    read_done = [None] * k
+    flip_rev = [None]
+
+    def reader():
+        c = http.client.HTTPConnection(*host, timeout=60)
+        while (i := reads.get()) is not None:
+            c.request("POST", "/v3/kv/range", json.dumps({
+                "key": b64(prefix + f"a/0/{nodes[i]}"),
+                "serializable": True, "revision": flip_rev[0]}))
+            c.getresponse().read()
+            read_done[i] = time.monotonic()
+        c.close()
 
     def read_some(deadline, cond):
         while not cond() and time.monotonic() < deadline:
-            # Short: the writers' end is a condition no fd tells.
             for key, _ in sel.select(min(0.05, max(0, deadline -
                                                    time.monotonic()))):
                 i = key.data
@@ -504,9 +530,10 @@ def floor(etcd, k):
                 if not created[i] and b'"created":true' in buf:
                     created[i] = True
                 events[i] += buf.count(pat) - tails[i].count(pat)
-                tails[i] = buf[-8:]
-                if events[i] >= want and t_done[i] is None:
-                    t_done[i] = t
+                if i > 0 and flip_seen[i] is None and state_key in buf:
+                    flip_seen[i] = t
+                    reads.put(i)
+                tails[i] = buf[-(len(state_key) + 8):]
 
     read_some(time.monotonic() + 60, lambda: all(created))
     if not all(created):
@@ -516,69 +543,90 @@ def floor(etcd, k):
     # The same libcurl as the helpers' (and its TLS libraries), watching.
     curl_mem = status_kib(procs[0].pid)
     c0 = etcd.cpu_ms()
-    u0 = resource.getrusage(resource.RUSAGE_SELF)
-    curl0 = sum(cpu_ns(p.pid) or 0 for p in procs) / 1e6
-    host = ("127.0.0.1", etcd.port)
     stamps = []
 
-    def writer(ids):
+    def joiner(ids):
         c = http.client.HTTPConnection(*host, timeout=60)
         for i in ids:
-            node = f"node-{i:05d}"
-            txn = {"compare": [{"key": b64(prefix + "state"),
-                                "target": "MOD", "result": "EQUAL",
-                                "mod_revision": "0"}],
-                   "success": [
-                       {"request_put": {"key": b64(prefix + "r/0/join/" +
-                                                   node),
-                                        "value": b64(json.dumps({
-                                            "nproc": 1, "role": "default",
-                                            "addr": "127.0.0.1",
-                                            "port": 29500}))}},
-                       {"request_put": {"key": b64(prefix + "r/0/seq"),
-                                        "value": ""}},
-                       {"request_delete_range": {
-                           "key": b64(prefix + "waiting/" + node)}}]}
+            txn = {"compare": [], "success": [
+                {"request_put": {"key": b64(prefix + "r/0/join/" + nodes[i]),
+                                 "value": b64(json.dumps({
+                                     "nproc": 1, "role": "default",
+                                     "addr": "127.0.0.1", "port": 29500}))}},
+                {"request_put": {"key": b64(prefix + "r/0/seq"),
+                                 "value": ""}},
+                {"request_range": {"key": b64(prefix + "r/0/seq"),
+                                   "keys_only": True}},
+                {"request_txn": {
+                    "compare": [{"key": b64(prefix + "h/lead"),
+                                 "target": "CREATE", "result": "EQUAL",
+                                 "create_revision": "0"}],
+                    "success": [{"request_put": {
+                        "key": b64(prefix + "h/lead"),
+                        "value": b64(nodes[i])}}]}}]}
             t = time.monotonic()
             c.request("POST", "/v3/kv/txn", json.dumps(txn))
             c.getresponse().read()
             stamps.append((t, time.monotonic()))
         c.close()
 
-    threads = [threading.Thread(target=writer, args=(range(j, k, 16),))
+    joiners = [threading.Thread(target=joiner, args=(range(j, k, 16),))
                for j in range(16)]
-    for t in threads:
+    readers = [threading.Thread(target=reader) for _ in range(16)]
+    for t in joiners + readers:
         t.start()
-    # The reader runs meanwhile: watchers must not back up.
+    # Every join in the leader's copy: K joins and K seq puts, h/lead.
     read_some(time.monotonic() + 120,
-              lambda: all(x is not None for x in t_done) and
-              not any(t.is_alive() for t in threads))
-    for t in threads:
+              lambda: events[0] >= 2 * k + 1 and
+              not any(t.is_alive() for t in joiners))
+    for t in joiners:
+        t.join()
+    t_led = time.monotonic()
+    c = http.client.HTTPConnection(*host, timeout=60)
+    place = json.dumps({"group_rank": 0, "group_world_size": k,
+                        "base_rank": 0, "world_size": k,
+                        "base_role_rank": 0, "role_world_size": k,
+                        "master_addr": "127.0.0.1", "master_port": 29500})
+    for j in range(0, k, 100):
+        c.request("POST", "/v3/kv/txn", json.dumps({"success": [
+            {"request_put": {"key": b64(prefix + f"a/0/{n}"),
+                             "value": b64(place)}}
+            for n in nodes[j:j + 100]]}))
+        c.getresponse().read()
+    c.request("POST", "/v3/kv/put", json.dumps({
+        "key": b64(prefix + "h/state"),
+        "value": b64('{"round":0,"status":"running"}')}))
+    flip_rev[0] = json.loads(c.getresponse().read())["header"]["revision"]
+    c.close()
+    t_flip = time.monotonic()
+    read_some(time.monotonic() + 120,
+              lambda: all(x is not None for x in flip_seen[1:]))
+    for _ in readers:
+        reads.put(None)
+    for t in readers:
         t.join()
     c1 = etcd.cpu_ms()
-    u1 = resource.getrusage(resource.RUSAGE_SELF)
-    curl1 = sum(cpu_ns(p.pid) or 0 for p in procs) / 1e6
     for p in procs:
         p.kill()
     for p in procs:
         p.wait()
         untrack(p.pid)
     sel.close()
-    etcd.api("/v3/kv/deleterange", {"key": b64(prefix),
-                                    "range_end": b64(end)})
-    if not all(x is not None for x in t_done):
-        notes.append(f"floor: {sum(x is None for x in t_done)} watchers "
-                     f"short of {want} events")
+    etcd.api("/v3/kv/deleterange", rng(prefix))
+    if k > 1 and not all(x is not None for x in read_done[1:]):
+        notes.append(f"floor K={k}: {sum(x is None for x in flip_seen[1:])}"
+                     " followers never saw the flip")
         return None
     first_w = min(s[0] for s in stamps)
     last_w = max(s[1] for s in stamps)
-    return {"k": k, "writes_ms": (last_w - first_w) * 1000,
-            "last_write_to_last_event_ms": (max(t_done) - last_w) * 1000,
-            "first_write_to_last_event_ms": (max(t_done) - first_w) * 1000,
-            "etcd_cpu_ms": c1 - c0, "curl_cpu_ms": curl1 - curl0,
-            "reader_cpu_ms": (u1.ru_utime + u1.ru_stime - u0.ru_utime -
-                              u0.ru_stime) * 1000,
-            "curl_rss_kib": curl_mem["VmRSS"],
+    last = max([x for x in read_done if x is not None] + [t_flip])
+    return {"k": k, "joins_ms": (last_w - first_w) * 1000,
+            "led_ms": (t_led - last_w) * 1000,
+            "commit_ms": (t_flip - t_led) * 1000,
+            "flip_seen_ms": (max(x for x in flip_seen[1:] if x) - t_flip) *
+            1000 if k > 1 else 0,
+            "last_join_to_last_read_ms": (last - last_w) * 1000,
+            "etcd_cpu_ms": c1 - c0, "curl_rss_kib": curl_mem["VmRSS"],
             "curl_anon_kib": curl_mem["RssAnon"]}
 
 
@@ -745,20 +793,22 @@ print(verdicts(esv, et, loss, leave))
 print(f"\nnode loss, the victim's last keep-alive (or grant) sent to etcd, "
       f"to RESTART: {stats(loss_ka)}")
 if fl:
-    print("\nfloor: K curl processes watch a prefix of a bare etcd as the "
-          "helpers do, and K transactions of a join's shape (2 puts, 1 "
-          "delete) come from 16 connections at once:\n")
-    print("| K | writes took, ms | first write to the last watcher's last "
-          "event, ms | last write to it, ms | etcd CPU, ms | the curls' CPU, "
-          "ms | the bench's CPU (writers, reader), ms | a curl's VmRSS / "
-          "RssAnon, MiB |\n|---|---|---|---|---|---|---|---|")
+    print("\nfloor: the etcd work of a round in esv-rdzv-etcd's design with "
+          "nothing decided: a curl watching the job (the leader) and K-1 "
+          "watching its h/ (the followers); K join transactions from 16 "
+          "connections; the places in writes of 100 and the flip once the "
+          "leader's watch has every join; each follower's place read "
+          "(serializable) when its watch brings the flip:\n")
+    print("| K | joins took, ms | last join to the leader's watch having "
+          "all, ms | places and flip, ms | flip to the last follower's "
+          "watch, ms | last join to the last place read, ms | etcd CPU, ms "
+          "| a curl's VmRSS / RssAnon, MiB |\n|---|---|---|---|---|---|---|---|")
     for f in fl:
         if f is not None:
-            print(f"| {f['k']} | {f['writes_ms']:.0f} | "
-                  f"{f['first_write_to_last_event_ms']:.0f} | "
-                  f"{f['last_write_to_last_event_ms']:.0f} | "
-                  f"{f['etcd_cpu_ms']:.0f} | {f['curl_cpu_ms']:.0f} | "
-                  f"{f['reader_cpu_ms']:.0f} | "
+            print(f"| {f['k']} | {f['joins_ms']:.0f} | {f['led_ms']:.0f} | "
+                  f"{f['commit_ms']:.0f} | {f['flip_seen_ms']:.0f} | "
+                  f"{f['last_join_to_last_read_ms']:.0f} | "
+                  f"{f['etcd_cpu_ms']:.0f} | "
                   f"{f['curl_rss_kib'] / 1024:.2f} / "
                   f"{f['curl_anon_kib'] / 1024:.2f} |")
 print("\nper-run values:")
