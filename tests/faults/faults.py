@@ -15,7 +15,10 @@ fault at a random moment, ends the job, and checks what esv promises:
     SIGKILL the test sent.
 
 Faults: kill -9 of the supervisor, the guardian, esv-watchdogd,
-esv-healthd or esv-rdzv; SIGSTOP/SIGCONT of the supervisor; a full file
+esv-healthd or esv-rdzv, or of esv-rdzv-etcd in a job whose rendezvous is
+on etcd (a member of its own, started once for the run; the fault is
+skipped without /usr/bin/etcd or without the helper); SIGSTOP/SIGCONT of
+the supervisor; a full file
 system under JOBDIR and the logs (a small tmpfs, root only); few file
 descriptors (RLIMIT_NOFILE); and workers that ignore SIGTERM, that leave a
 double-forked, setsid daemon behind, or that stop themselves.
@@ -35,13 +38,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import socket
 import threading
 import time
+import urllib.request
 
 BIN = os.environ.get("ESV_BIN_DIR", "build/supervisor")
 SUP = os.path.join(BIN, "esv-supervise")
 CTL = os.path.join(BIN, "esv-ctl")
-KILLS = ["supervisor", "guardian", "esv-watchdogd", "esv-healthd", "esv-rdzv"]
+HELPER = os.path.join(BIN, "..", "rendezvous", "esv-rdzv-etcd")
+KILLS = ["supervisor", "guardian", "esv-watchdogd", "esv-healthd", "esv-rdzv",
+         "esv-rdzv-etcd"]
 FAULTS = ["kill:" + k for k in KILLS] + [
     "sigstop", "fulldisk", "fewfds", "ignoreterm", "daemon", "stopped"]
 # How long after the supervisor ends the job's processes may linger: the
@@ -68,6 +75,58 @@ exec sleep 60
 
 class Broken(Exception):
     pass
+
+
+class Etcd:
+    """One etcd member on free loopback ports, data under root; started
+    on first use, killed at the end of the run."""
+
+    BIN = os.environ.get("ESV_ETCD", "/usr/bin/etcd")
+
+    def __init__(self, root):
+        self.root = root
+        self.p = None
+        self.url = None
+
+    def available(self):
+        return os.access(self.BIN, os.X_OK) and os.access(HELPER, os.X_OK)
+
+    def start(self):
+        if self.p is not None:
+            return self.url
+        ports = []
+        for _ in range(2):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                ports.append(s.getsockname()[1])
+        self.url = "http://127.0.0.1:%d" % ports[0]
+        peer = "http://127.0.0.1:%d" % ports[1]
+        log = open(os.path.join(self.root, "etcd.log"), "wb")
+        self.p = subprocess.Popen(
+            [self.BIN, "--name", "faults", "--data-dir",
+             os.path.join(self.root, "etcd.data"), "--listen-client-urls",
+             self.url, "--advertise-client-urls", self.url,
+             "--listen-peer-urls", peer, "--initial-advertise-peer-urls",
+             peer, "--initial-cluster", "faults=" + peer,
+             "--heartbeat-interval", "50", "--election-timeout", "500"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health",
+                                            timeout=2) as r:
+                    if json.load(r).get("health") == "true":
+                        return self.url
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("etcd did not become healthy in 30 s")
+
+    def stop(self):
+        if self.p is not None:
+            self.p.kill()
+            self.p.wait()
 
 
 def tagged(tag):
@@ -211,13 +270,20 @@ def find(sup, what):
     return None
 
 
-def iteration(args, rng, fault, it, root):
+def iteration(args, rng, fault, it, root, etcd):
     problems = []
 
     def broken(msg):
         problems.append(msg)
 
     tag = "%d.%d.%d" % (os.getpid(), args.seed, it)
+    rdzv = ["--standalone"]
+    if fault == "kill:esv-rdzv-etcd":
+        if not etcd.available():
+            return "skipped (no %s or no %s)" % (etcd.BIN, HELPER)
+        rdzv = ["--rdzv-backend", "etcd", "--rdzv-endpoint", etcd.start(),
+                "--rdzv-id", "faults-" + tag.replace(".", "-"),
+                "--nnodes", "1"]
     base = os.path.join(root, "it%d" % it)
     os.makedirs(base)
     mounted = False
@@ -237,7 +303,7 @@ def iteration(args, rng, fault, it, root):
     nproc = "16" if fault == "fewfds" else "4"
     cmd = [SUP, "--no-python", "--nproc-per-node", nproc,
            "--max-restarts", "100000", "--shutdown-timeout", "1s",
-           "--standalone", "--file-timer", "--health-port", "0",
+           *rdzv, "--file-timer", "--health-port", "0",
            "--log-dir", os.path.join(base, "logs"), "--redirects", "3",
            jobdir, "--", worker]
     preexec = None
@@ -343,12 +409,13 @@ def main():
     print("faults: seed %d, %d iterations, work directory %s" % (
         args.seed, args.iterations, root), file=sys.stderr)
     failed = 0
+    etcd = Etcd(root)
     for it in range(args.iterations):
         # Every fault in turn, then at random: the short run covers each.
         fault = faults[it] if it < len(faults) else rng.choice(faults)
         t0 = time.monotonic()
         try:
-            verdict = iteration(args, rng, fault, it, root)
+            verdict = iteration(args, rng, fault, it, root, etcd)
         except Broken as e:
             failed += 1
             verdict = "BROKEN: %s" % e
@@ -359,6 +426,7 @@ def main():
                   file=sys.stderr)
         elif args.verbose:
             print(line, file=sys.stderr)
+    etcd.stop()
     print("faults: %d of %d iterations broke a promise" % (
         failed, args.iterations), file=sys.stderr)
     if failed == 0 and not args.keep:
