@@ -13,6 +13,10 @@ each FAULT spoils the next request it applies to, once, in order:
     status500   status 500 and an etcd-shaped JSON error
     compacted   a /v3/watch answered with a watch cancelled by compaction
     notjson     status 200 and a body that is not JSON at all
+    future      every serializable /v3/kv/range from then on refused as etcd
+                refuses a read at a revision the member has not reached
+                (400, "required revision is a future revision"): only a
+                linearizable read gets through
 
 Each spoiled request is logged on stdout as "spoiled <fault> <path>".
 """
@@ -43,10 +47,14 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if not faults:
             return False
         fault = faults[0]
-        if (fault == "compacted") != (self.path == "/v3/watch") and \
+        if fault == "future":
+            if self.path != "/v3/kv/range" or b'"serializable"' not in body:
+                return False
+        elif (fault == "compacted") != (self.path == "/v3/watch") and \
                 fault not in ("html502", "status500"):
             return False
-        faults.pop(0)
+        if fault != "future":
+            faults.pop(0)
         print("spoiled", fault, self.path, flush=True)
         if fault == "html502":
             self.reply(502, b"<html><body><h1>502 Bad Gateway</h1>\n"
@@ -54,6 +62,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         elif fault == "status500":
             self.reply(500, b'{"error":"etcdserver: request timed out",'
                        b'"code":14,"message":"etcdserver: request timed out"}')
+        elif fault == "future":
+            msg = b"etcdserver: mvcc: required revision is a future revision"
+            self.reply(400, b'{"error":"%s","message":"%s","code":11}' % (
+                msg, msg))
         elif fault == "notjson":
             self.reply(200, b"hello, I am not etcd\n", "text/plain")
         elif fault == "compacted":
