@@ -1059,6 +1059,15 @@ flush_exits(struct supervisor *sv)
 	/* Before the pid can be reused: the dead worker's timers go. */
 	if (exits > 0)
 		watchdog_pids(sv);
+	/*
+	 * supervise/state lists the live workers' pids: a worker that
+	 * succeeded while the others run leaves it now, not whenever the
+	 * next state change happens to write the file (a reader would be
+	 * told of a pid that may be another process's by then).  While the
+	 * start's reports are still being written, their last step does it.
+	 */
+	if (exits > 0 && !sv->report_pending)
+		report_group(sv);
 }
 
 /* SIGCHLD: reap everything; grandchildren we adopted are only reaped. */
