@@ -4,6 +4,7 @@
  * event loop; store.c speaks the protocol.
  */
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -65,8 +66,8 @@ usage(FILE *f)
 	    "[--max-conns N]\n"
 	    "                  [--max-key BYTES] [--max-value BYTES] "
 	    "[--max-request BYTES]\n"
-	    "                  [--max-keys N] [--max-waiters N] [--help] "
-	    "[--version]\n"
+	    "                  [--max-keys N] [--max-waiters N] [--parent PID] "
+	    "[--help] [--version]\n"
 	    "Serves torch's TCPStore protocol (torch 1.13's and the newer "
 	    "dialect) on\nADDR:PORT (\"*:PORT\" every address; port 0 a free "
 	    "one, printed as\n\"listening ADDR:PORT\").\n"
@@ -379,6 +380,7 @@ main(int argc, char *argv[])
 		{ "max-request", required_argument, NULL, 'r' },
 		{ "max-keys", required_argument, NULL, 'K' },
 		{ "max-waiters", required_argument, NULL, 'w' },
+		{ "parent", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -387,6 +389,7 @@ main(int argc, char *argv[])
 	struct store_conf conf;
 	const char *listens[LISTEN_MAX];
 	int ch, nlisten = 0, lfd = -1, i;
+	pid_t parent = 0;
 	long long now, next;
 	struct conn *c;
 
@@ -426,6 +429,9 @@ main(int argc, char *argv[])
 			conf.max_waiters = num_arg("--max-waiters", optarg, 1,
 			    1LL << 32);
 			break;
+		case 'P':
+			parent = num_arg("--parent", optarg, 2, INT_MAX);
+			break;
 		case 'h':
 			usage(stdout);
 			return ESV_EXIT_OK;
@@ -441,6 +447,14 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return ESV_EXIT_USAGE;
 	}
+	/*
+	 * The store of one attempt of esv-supervise's workers goes with it,
+	 * SIGKILL included: the kernel's signal when the parent dies, and a
+	 * parent gone already before that was asked for.
+	 */
+	if (parent != 0 && (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
+	    getppid() != parent))
+		return ESV_EXIT_OK;
 	/* A MULTI_GET of max_nkeys values may be that big; no more. */
 	g.out_max = conf.max_request + conf.max_value + 64;
 	raise_nofile();

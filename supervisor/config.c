@@ -144,6 +144,8 @@ static const struct option_def options[] = {
 	    FIELD(rdzv_conf), 0, 0, NULL },
 	{ "standalone", "standalone", 0, "PET_STANDALONE", NULL, K_BOOL,
 	    FIELD(standalone), 0, 0, NULL },
+	{ "agent_store", "agent-store", 0, "PET_AGENT_STORE", NULL, K_BOOL,
+	    FIELD(agent_store), 0, 0, NULL },
 	{ "local_addr", "local-addr", 0, "PET_LOCAL_ADDR", NULL, K_STR,
 	    FIELD(local_addr), 0, 0, NULL },
 	{ "file_timer", "file-timer", 0, "PET_FILE_TIMER",

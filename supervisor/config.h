@@ -60,6 +60,7 @@ struct job_config {
 	char	 rdzv_endpoint[1024];
 	char	 rdzv_conf[1024];
 	bool	 standalone;
+	bool	 agent_store;	/* esv-stored serves the workers' store */
 	/* Parsed from the two above (esv backend). */
 	char	 rdzv_host[256];
 	unsigned rdzv_port;

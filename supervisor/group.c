@@ -413,6 +413,8 @@ group_start(struct supervisor *sv)
 {
 	sv->have_round = false;
 	group_enter(sv, G_JOINING);
+	if (store_prepare(sv) == -1)
+		fail_to_start(sv, "no port for the agent store");
 	if (rdzv_join(&sv->rz) == -1)
 		fail_to_start(sv, "rendezvous failed");
 	/* Static rounds complete inside rdzv_join: nothing to show then. */
@@ -435,6 +437,8 @@ group_round_ready(struct supervisor *sv, const struct rdzv_round *r)
 	    r->round, "group_rank", r->ranks.group_rank, "group_world_size",
 	    r->ranks.group_world_size, "master_addr", json_text(r->master_addr),
 	    "master_port", r->master_port));
+	if (store_round(sv) == -1)
+		fail_to_start(sv, "the agent store did not start");
 	group_launch(sv);
 }
 
@@ -687,6 +691,7 @@ finish_cleanup(struct supervisor *sv)
 		output_close(sv, &sv->workers[i]);
 	}
 	guardian_flush(sv);
+	store_stop(sv);
 	sv->pid_since = wall_now();
 	set_state(sv, G_DOWN);
 	event_broadcast(sv, ESV_EVENT_DOWN);
@@ -817,6 +822,7 @@ kill_adopted(struct supervisor *sv)
 		    pids[i] != rs.helper_pid &&
 		    pids[i] != sv->wd_pid &&
 		    pids[i] != sv->hd_pid && pids[i] != sv->host_pid &&
+		    pids[i] != sv->st_pid &&
 		    !inherited(sv, pids[i], false))
 			kill(pids[i], SIGKILL);
 	free(pids);
@@ -1086,6 +1092,8 @@ group_reap(struct supervisor *sv)
 			continue;
 		}
 		if (rdzv_child_exited(&sv->rz, pid, status))
+			continue;
+		if (store_exited(sv, pid, status))
 			continue;
 		if (pid == sv->wd_pid) {
 			watchdog_died(sv, status);

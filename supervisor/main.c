@@ -388,6 +388,7 @@ main(int argc, char **argv)
 	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;
 	sv.wd_fifo_fd = sv.wdw.fd = -1;
+	sv.st_fd = -1;
 	sv.logfd = sv.runfd = sv.attemptfd = -1;
 	sv.environ = environ;
 	sv.want = 'u';

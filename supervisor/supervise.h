@@ -95,6 +95,12 @@ struct supervisor {
 	char			 hd_in[128];
 	size_t			 hd_inlen;
 
+	/* esv-stored (run_stored.c), when the agent serves the store. */
+	int			 st_fd;		/* the socket offered, or -1 */
+	pid_t			 st_pid;
+	bool			 st_stopping;
+	char			 st_where[300];
+
 	struct loop		 loop;
 	struct watch		 sigw, ctlw, timerw;
 
@@ -154,6 +160,12 @@ struct supervisor {
 
 /* group.c */
 void	logs_setup(struct supervisor *sv);
+int	store_prepare(struct supervisor *sv);
+int	store_round(struct supervisor *sv);
+void	store_drop(struct supervisor *sv);
+void	store_stop(struct supervisor *sv);
+bool	store_exited(struct supervisor *sv, pid_t pid, int status);
+
 void	group_start(struct supervisor *sv);
 void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
 void	group_signal(struct supervisor *sv, int signo);

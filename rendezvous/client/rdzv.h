@@ -94,6 +94,12 @@ struct rdzv {
 	struct loop			*loop;
 	struct rdzv_callbacks		 cb;
 	unsigned			 rounds;
+	/*
+	 * The port of a socket the caller holds and listens on, to offer as
+	 * MASTER_PORT at the next join (the workers' store, served by the
+	 * node of group rank 0); 0: the backend picks a free one, as before.
+	 */
+	unsigned			 offer_port;
 	void				*priv;
 };
 

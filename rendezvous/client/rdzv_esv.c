@@ -206,6 +206,10 @@ pick_master(struct esv *e)
 		strlcpy(e->my_addr, "127.0.0.1", sizeof(e->my_addr));
 	if (e->cfg->local_addr[0] == '\0')
 		lookup_numeric(e->my_addr, 0, &mine);
+	if (e->rz->offer_port != 0) {
+		e->my_port = e->rz->offer_port;
+		return;
+	}
 	if ((e->my_port = rdzv_free_port(e->cfg->local_addr[0] != '\0' ?
 	    &e->local : &mine)) == 0) {
 		warn_msg("rendezvous: no free port on %s (local_addr)",

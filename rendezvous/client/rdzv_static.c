@@ -55,7 +55,9 @@ static_join(struct rdzv *rz)
 	 * two single-node jobs on a host never race for 29500 (torch's
 	 * auto-standalone does the same).
 	 */
-	if (rz->priv != NULL) {
+	if (rz->offer_port != 0)
+		r.master_port = rz->offer_port;
+	else if (rz->priv != NULL) {
 		r.master_port = rdzv_free_port(rz->priv);
 		if (r.master_port == 0)
 			r.master_port = cfg->master_port;

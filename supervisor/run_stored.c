@@ -1,0 +1,180 @@
+/*
+ * The workers' store, served by the agent (agent_store, esv-job.ini(5)):
+ * before each join this node binds a listening socket of its own and
+ * offers its port as MASTER_PORT; if the round makes it group rank 0, a
+ * fresh esv-stored serves that very socket for the attempt, so no other
+ * process can take the port between its choice and its use, and no
+ * attempt sees another's keys.  Every node's workers are told
+ * TORCHELASTIC_USE_AGENT_STORE=True: nobody among them binds a port.
+ *
+ * The store goes when the attempt's workers are gone (finish_cleanup),
+ * and with the supervisor whatever kills it (esv-stored --parent).
+ */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "msg.h"
+#include "progpath.h"
+#include "supervise.h"
+
+/* A listening TCP socket on every address, [::] with v4 mapped if the
+ * host has IPv6, else 0.0.0.0, as torch's own store binds; -1, errno. */
+static int
+listen_any(unsigned port, unsigned *bound)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6,
+	    .sin6_port = htons(port), .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in s4 = { .sin_family = AF_INET,
+	    .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd, off = 0, on = 1, e;
+
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd != -1 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
+	    sizeof(off)) == -1 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR,
+	    &on, sizeof(on)) == -1 || bind(fd, (struct sockaddr *)&s6,
+	    sizeof(s6)) == -1)) {
+		e = errno;
+		close(fd);
+		fd = -1;
+		/* In use is in use on v4 too: say so, not that v6 failed. */
+		if (e == EADDRINUSE) {
+			errno = e;
+			return -1;
+		}
+	}
+	if (fd == -1) {
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) ==
+		    -1 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
+		    sizeof(on)) == -1 || bind(fd, (struct sockaddr *)&s4,
+		    sizeof(s4)) == -1)
+			goto fail;
+	}
+	if (listen(fd, 4096) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		goto fail;
+	*bound = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+fail:
+	e = errno;
+	if (fd != -1)
+		close(fd);
+	errno = e;
+	return -1;
+}
+
+/*
+ * Before a join: the socket whose port this node offers.  A static job of
+ * several nodes has its MASTER_PORT fixed: node 0 binds it, the others
+ * offer nothing.  -1 (with a warning) if the port cannot be had.
+ */
+int
+store_prepare(struct supervisor *sv)
+{
+	const struct job_config *cfg = sv->cfg;
+	bool fixed = strcmp(cfg->rdzv_backend, "static") == 0 &&
+	    (cfg->master_port_set || cfg->nnodes_max != 1);
+	unsigned port = 0;
+
+	sv->rz.offer_port = 0;
+	if (!cfg->agent_store)
+		return 0;
+	store_drop(sv);
+	if (fixed && cfg->node_rank != 0)
+		return 0;
+	if ((sv->st_fd = listen_any(fixed ? cfg->master_port : 0, &port)) ==
+	    -1) {
+		warn_sys("agent store: unable to listen on port %u",
+		    fixed ? cfg->master_port : 0);
+		return -1;
+	}
+	sv->rz.offer_port = port;
+	return 0;
+}
+
+/* The socket of a join whose round another node serves. */
+void
+store_drop(struct supervisor *sv)
+{
+	if (sv->st_fd != -1)
+		close(sv->st_fd);
+	sv->st_fd = -1;
+}
+
+/*
+ * The round is known: group rank 0 serves its socket with a fresh
+ * esv-stored; the others let theirs go.  -1 if it could not start.
+ */
+int
+store_round(struct supervisor *sv)
+{
+	char path[PATH_MAX], parent[32];
+	char *argv[] = { path, "--listen-fd", "3", "--parent", parent, NULL };
+	int e;
+
+	if (!sv->cfg->agent_store)
+		return 0;
+	sv->round.use_agent_store = true;
+	if (sv->round.ranks.group_rank != 0 || sv->st_fd == -1 ||
+	    sv->round.master_port != sv->rz.offer_port) {
+		store_drop(sv);
+		return 0;
+	}
+	/* Its predecessor not reaped yet: it goes now, reaped as a stray. */
+	if (sv->st_pid > 0)
+		kill(sv->st_pid, SIGKILL);
+	sv->st_pid = 0;
+	sv->st_stopping = false;
+	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	prog_path("esv-stored", "store", "ESV_STORED", path, sizeof(path));
+	e = prog_spawn(argv, sv->st_fd, true, &sv->st_pid);
+	store_drop(sv);
+	if (e != 0) {
+		sv->st_pid = 0;
+		warn_msg("agent store: unable to start %s: %s", path,
+		    strerror(e));
+		return -1;
+	}
+	snprintf(sv->st_where, sizeof(sv->st_where), "%s:%u",
+	    sv->round.master_addr, sv->round.master_port);
+	info_msg("agent store: esv-stored (pid %d) serves the workers at %s",
+	    (int)sv->st_pid, sv->st_where);
+	return 0;
+}
+
+/* The attempt is over: its store goes (reaped by store_exited). */
+void
+store_stop(struct supervisor *sv)
+{
+	if (sv->st_pid > 0 && !sv->st_stopping) {
+		kill(sv->st_pid, SIGTERM);
+		sv->st_stopping = true;
+	}
+	sv->st_where[0] = '\0';
+}
+
+/* A child was reaped: true if it was the store. */
+bool
+store_exited(struct supervisor *sv, pid_t pid, int status)
+{
+	if (pid != sv->st_pid || pid <= 0)
+		return false;
+	if (!sv->st_stopping)
+		warn_msg("agent store: esv-stored (pid %d) ended (status 0x%x) "
+		    "while the workers run: they will fail without it",
+		    (int)pid, status);
+	sv->st_pid = 0;
+	sv->st_stopping = false;
+	sv->st_where[0] = '\0';
+	return true;
+}
