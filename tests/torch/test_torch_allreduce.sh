@@ -2,7 +2,9 @@
 # Four workers on one node run an unchanged torch program: env:// with
 # torch's defaults, gloo all_reduce of rank+1.  esv gives
 # TORCHELASTIC_USE_AGENT_STORE=False, so worker rank 0 hosts the store on
-# the MASTER_PORT esv picked.  Each worker's reported sum must be 10.
+# the MASTER_PORT esv picked; with AGENT_STORE=1 (--agent-store) it gives
+# True, and the workers use the esv-stored the supervisor runs there.
+# Each worker's reported sum must be 10.
 # Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_torch_allreduce.sh
 TEST_NAME=test_torch_allreduce
 . "$(dirname "$0")/common.sh"
@@ -11,7 +13,13 @@ J=$T/job
 L=$T/logs
 W=$TORCH_DIR/allreduce_worker.py
 mkdir -p "$J"
-timeout 80 "$SUP" --nproc-per-node 4 --python "$TORCH_PY" -t 3 \
+agent=()
+use=False
+if [ "${AGENT_STORE:-0}" = 1 ]; then
+	agent=(--agent-store)
+	use=True
+fi
+timeout 80 "$SUP" "${agent[@]}" --nproc-per-node 4 --python "$TORCH_PY" -t 3 \
     --log-dir "$L" "$J" -- "$W" >"$T/out" 2>"$T/err"
 rc=$?
 [ "$rc" -eq 0 ] || fail "esv-supervise exited $rc, wanted 0$(show stderr "$T/err")"
@@ -42,11 +50,16 @@ for k in 0 1 2 3; do
 	    grep -q '^exit_code=0$' "$J/workers/$k/state" ||
 	    fail "workers/$k/state is not a success$(show state "$J/workers/$k/state")"
 	# USE_AGENT_STORE=False is what makes rank 0 host the store.
-	[ "$(cat "$J/workers/$k/env/TORCHELASTIC_USE_AGENT_STORE")" = False ] ||
-	    fail "rank $k: TORCHELASTIC_USE_AGENT_STORE is not False"
+	[ "$(cat "$J/workers/$k/env/TORCHELASTIC_USE_AGENT_STORE")" = $use ] ||
+	    fail "rank $k: TORCHELASTIC_USE_AGENT_STORE is not $use"
 done
 [ "$(grep -c '^\[default[0-3]\]:esv-test:' "$T/out")" -eq 4 ] ||
     fail "wanted 4 result lines on the console$(show console "$T/out")"
 grep -q 'FAILED' "$T/err" && fail "a failure summary on success$(show stderr "$T/err")"
+if [ "$use" = True ]; then
+	grep -q "agent store: esv-stored (pid [0-9]*) serves the workers at 127.0.0.1:$port$" "$T/err" ||
+	    fail "no esv-stored served port $port$(show stderr "$T/err")"
+	pgrep -x esv-stored -P "$$" >/dev/null && fail "esv-stored outlived the job"
+fi
 
 finish

@@ -3,6 +3,9 @@
 # all_reduce with gloo; a third node joins and the job goes on with world
 # size 6; the third node is killed (kill -9 of its supervisor) and the job
 # goes on with world size 4.  Every round's sum is checked by the workers.
+# With AGENT_STORE=1 (--agent-store) the node of group rank 0 serves each
+# attempt's store (torch 1.13's workers prefix its keys with the restart
+# count), and the kill may take the store with it: the others restart.
 ESV_TEST_DIR=$(cd "$(dirname "$0")/../integration" && pwd)
 TORCH_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$ESV_TEST_DIR/lib.sh"
@@ -20,8 +23,10 @@ tnode()
 	local backend=c10d
 	# torchrun's name for either: c10d is esv-rdzv, etcd is etcd v3.
 	[ "$RZ_BACKEND" = etcd ] && backend=etcd
+	local agent=()
+	[ "${AGENT_STORE:-0}" = 1 ] && agent=(--agent-store)
 	REC=$T/rec RZ_NODE=$name RZ_STOP_FLAG=$T/stop start_sup "$T/$name" \
-	    --rdzv-backend $backend --rdzv-endpoint "$EP" --rdzv-id torchjob \
+	    "${agent[@]}" --rdzv-backend $backend --rdzv-endpoint "$EP" --rdzv-id torchjob \
 	    --nnodes 2:3 --nproc-per-node 2 --max-restarts 3 \
 	    --rdzv-conf "$(rz_conf "token_file=$T/token,last_call_timeout=2s")" \
 	    --shutdown-timeout 5s --python "$TORCH_PY" -- \
@@ -56,4 +61,12 @@ touch "$T/stop"
 wait_sup -t 60 "$pid_a"; assert_eq $? 0 "a's exit status"
 wait_sup -t 60 "$pid_b"; assert_eq $? 0 "b's exit status"
 assert_eq "$(count_lines "$T/rec" 'ok=0')" 0 "bad sums"
+if [ "${AGENT_STORE:-0}" = 1 ]; then
+	served=$(cat "$T/a.err" "$T/b.err" "$T/c.err" 2>/dev/null |
+	    grep -c 'agent store: esv-stored (pid [0-9]*) serves the workers')
+	note "esv-stored served $served attempt(s)"
+	[ "$served" -ge 3 ] || fail "esv-stored served $served attempts, not one a round"
+	assert_eq "$(cat "$T/a/workers/0/env/TORCHELASTIC_USE_AGENT_STORE")" True \
+	    "a's workers told of the agent's store"
+fi
 exit 0

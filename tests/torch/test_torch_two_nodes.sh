@@ -10,9 +10,17 @@ TEST_NAME=test_torch_two_nodes
 
 W=$TORCH_DIR/allreduce_worker.py
 port=$(free_port)
+# AGENT_STORE=1: node 0's supervisor serves the store on the port
+# (esv-stored on a socket it bound), and every worker is told so.
+agent=()
+use=False
+if [ "${AGENT_STORE:-0}" = 1 ]; then
+	agent=(--agent-store)
+	use=True
+fi
 for node in 0 1; do
 	mkdir -p "$T/job$node"
-	timeout 80 "$SUP" --nnodes 2 --node-rank "$node" --nproc-per-node 2 \
+	timeout 80 "$SUP" "${agent[@]}" --nnodes 2 --node-rank "$node" --nproc-per-node 2 \
 	    --master-addr 127.0.0.1 --master-port "$port" \
 	    --python "$TORCH_PY" -t 3 --log-dir "$T/logs$node" \
 	    "$T/job$node" -- "$W" >"$T/out$node" 2>"$T/err$node" &
@@ -44,7 +52,8 @@ for node in 0 1; do
 		    fail "node $node rank $r: console lacks the tee'd line$(show console "$T/out$node")"
 		envd=$J/workers/$lr/env
 		for kv in RANK=$r WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=$node \
-		    GROUP_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port; do
+		    GROUP_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+		    TORCHELASTIC_USE_AGENT_STORE=$use; do
 			[ "$(cat "$envd/${kv%%=*}" 2>/dev/null)" = "${kv#*=}" ] ||
 			    fail "node $node rank $r: env/${kv%%=*} is not ${kv#*=}"
 		done
