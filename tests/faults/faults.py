@@ -15,9 +15,10 @@ fault at a random moment, ends the job, and checks what esv promises:
     SIGKILL the test sent.
 
 Faults: kill -9 of the supervisor, the guardian, esv-watchdogd,
-esv-healthd or esv-rdzv, or of esv-rdzv-etcd in a job whose rendezvous is
-on etcd (a member of its own, started once for the run; the fault is
-skipped without /usr/bin/etcd or without the helper); SIGSTOP/SIGCONT of
+esv-healthd or esv-rdzv, of esv-stored in a job with the agent's store,
+or of esv-rdzv-etcd in a job whose rendezvous is on etcd (a member of its
+own, started once for the run; the fault is skipped without /usr/bin/etcd
+or without the helper); SIGSTOP/SIGCONT of
 the supervisor; a full file
 system under JOBDIR and the logs (a small tmpfs, root only); few file
 descriptors (RLIMIT_NOFILE); and workers that ignore SIGTERM, that leave a
@@ -48,7 +49,7 @@ SUP = os.path.join(BIN, "esv-supervise")
 CTL = os.path.join(BIN, "esv-ctl")
 HELPER = os.path.join(BIN, "..", "rendezvous", "esv-rdzv-etcd")
 KILLS = ["supervisor", "guardian", "esv-watchdogd", "esv-healthd", "esv-rdzv",
-         "esv-rdzv-etcd"]
+         "esv-rdzv-etcd", "esv-stored"]
 FAULTS = ["kill:" + k for k in KILLS] + [
     "sigstop", "fulldisk", "fewfds", "ignoreterm", "daemon", "stopped"]
 # How long after the supervisor ends the job's processes may linger: the
@@ -277,7 +278,11 @@ def iteration(args, rng, fault, it, root, etcd):
         problems.append(msg)
 
     tag = "%d.%d.%d" % (os.getpid(), args.seed, it)
+    # Half the jobs serve their workers' store: it must not outlive them
+    # whatever the fault (its own kill, always).
     rdzv = ["--standalone"]
+    if fault == "kill:esv-stored" or rng.random() < 0.5:
+        rdzv.append("--agent-store")
     if fault == "kill:esv-rdzv-etcd":
         if not etcd.available():
             return "skipped (no %s or no %s)" % (etcd.BIN, HELPER)
