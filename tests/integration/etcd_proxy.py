@@ -24,9 +24,11 @@ import http.client
 import http.server
 import socketserver
 import sys
+import threading
 import urllib.parse
 
 upstream = urllib.parse.urlsplit(sys.argv[1])
+say_lock = threading.Lock()
 faults = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else []
 
 
@@ -55,7 +57,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return False
         if fault != "future":
             faults.pop(0)
-        print("spoiled", fault, self.path, flush=True)
+        # One line at a time: the server runs a thread per request.
+        with say_lock:
+            print("spoiled", fault, self.path, flush=True)
         if fault == "html502":
             self.reply(502, b"<html><body><h1>502 Bad Gateway</h1>\n"
                        b"nginx</body></html>\n", "text/html")
