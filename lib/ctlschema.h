@@ -53,6 +53,7 @@ struct ctl_key {
 	X(JK_EVENTS_LOST,	"events_lost",		CTL_INT)	\
 	X(JK_LOG_LINES_LOST,	"log_lines_lost",	CTL_INT)	\
 	X(JK_HEALTH_LISTEN,	"health_listen",	CTL_NAME)	\
+	X(JK_STORE_LISTEN,	"store_listen",		CTL_NAME)	\
 	X(JK_GROUP_RANK,	"group_rank",		CTL_INT)	\
 	X(JK_GROUP_WORLD_SIZE,	"group_world_size",	CTL_INT)	\
 	X(JK_LOCAL_WORLD_SIZE,	"local_world_size",	CTL_INT)	\

@@ -546,6 +546,8 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 		    whole_seconds(now - json_number_value(v)));
 	if (up && (where = field(job, ctl_job_key(JK_HEALTH_LISTEN), b2, sizeof(b2))) != NULL)
 		fprintf(fp, ", health http://%s/healthz", where);
+	if (up && (where = field(job, ctl_job_key(JK_STORE_LISTEN), b2, sizeof(b2))) != NULL)
+		fprintf(fp, ", agent store %s", where);
 	fputc('\n', fp);
 	print_errors(fp, st);
 }

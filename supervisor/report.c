@@ -144,6 +144,7 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, JK(EVENTS_LOST), "%u", sv->events_lost);
 	kv_addf(&kb, JK(LOG_LINES_LOST), "%u", sv->log_lines_lost);
 	kv_add(&kb, JK(HEALTH_LISTEN), sv->hd_where);
+	kv_add(&kb, JK(STORE_LISTEN), sv->st_where);
 	kv_addf(&kb, JK(GROUP_RANK), "%u", r->group_rank);
 	kv_addf(&kb, JK(GROUP_WORLD_SIZE), "%u", r->group_world_size);
 	kv_addf(&kb, JK(LOCAL_WORLD_SIZE), "%u", r->local_world_size);
