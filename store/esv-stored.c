@@ -38,9 +38,10 @@ struct conn {
 	struct store_conn	*sc;
 	TAILQ_ENTRY(conn)	 entry;		/* the graveyard */
 	TAILQ_ENTRY(conn)	 closing_entry;
+	TAILQ_ENTRY(conn)	 flush_entry;
 	char			*out;
 	size_t			 outlen, outcap;
-	bool			 closing, want_out;
+	bool			 closing, want_out, to_flush;
 };
 TAILQ_HEAD(connq, conn);
 
@@ -56,6 +57,12 @@ static struct {
 	struct connq		 graveyard;
 	/* Let go of by the store: hung up once the batch is over. */
 	TAILQ_HEAD(, conn)	 closing;
+	/*
+	 * Replies queued in this batch: sent once it is over, one send()
+	 * for all a connection got (a GET's length and value, a WAIT's
+	 * wake-up among them) rather than one per piece.
+	 */
+	TAILQ_HEAD(, conn)	 flushq;
 	bool			 quit;
 } g;
 
@@ -108,6 +115,9 @@ conn_destroy(struct conn *c)
 	if (c->closing)
 		TAILQ_REMOVE(&g.closing, c, closing_entry);
 	c->closing = false;
+	if (c->to_flush)
+		TAILQ_REMOVE(&g.flushq, c, flush_entry);
+	c->to_flush = false;
 	loop_del(&g.lp, &c->w);
 	close(c->w.fd);
 	c->w.fd = -1;
@@ -159,8 +169,11 @@ op_send(void *ctx, void *conn, const void *buf, size_t len)
 	}
 	memcpy(c->out + c->outlen, buf, len);
 	c->outlen += len;
-	/* Replies go out at once: a client waits for each. */
-	return conn_flush(c) == -1 ? -1 : 0;
+	if (!c->to_flush && !c->want_out) {
+		c->to_flush = true;
+		TAILQ_INSERT_TAIL(&g.flushq, c, flush_entry);
+	}
+	return 0;
 }
 
 static void
@@ -463,6 +476,7 @@ main(int argc, char *argv[])
 		die(ESV_EXIT_SYSTEM, "/dev/null");
 	TAILQ_INIT(&g.graveyard);
 	TAILQ_INIT(&g.closing);
+	TAILQ_INIT(&g.flushq);
 	g.refusals.what = "refused connections";
 	g.timerw = (struct watch){ .fn = on_timer };
 	if ((g.timerw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
@@ -483,6 +497,15 @@ main(int argc, char *argv[])
 			die(ESV_EXIT_SYSTEM, "timerfd_settime");
 		if (loop_once(&g.lp, -1) == -1)
 			die(ESV_EXIT_SYSTEM, "epoll_wait");
+		while ((c = TAILQ_FIRST(&g.flushq)) != NULL) {
+			TAILQ_REMOVE(&g.flushq, c, flush_entry);
+			c->to_flush = false;
+			if (conn_flush(c) == -1 && !c->closing) {
+				/* The peer is gone: its EOF would say so too. */
+				c->closing = true;
+				TAILQ_INSERT_TAIL(&g.closing, c, closing_entry);
+			}
+		}
 		while ((c = TAILQ_FIRST(&g.closing)) != NULL)
 			conn_destroy(c);
 		while ((c = TAILQ_FIRST(&g.graveyard)) != NULL) {
