@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,3 +128,18 @@ net_listen(const char *arg, void (*add)(int))
 		die(ESV_EXIT_SYSTEM, "listen %s", orig);
 }
 
+
+void
+net_listen_fd(int fd, void (*add)(int fd))
+{
+	int on = 0;
+	socklen_t sl = sizeof(on);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &sl) == -1 || !on)
+		diex(ESV_EXIT_USAGE, "--listen-fd %d: not a listening socket",
+		    fd);
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1)
+		die(ESV_EXIT_SYSTEM, "--listen-fd %d", fd);
+	add(fd);
+}

@@ -15,5 +15,12 @@ void	net_addr_fmt(const struct sockaddr_storage *ss, char *ip, size_t il,
  * on a bad arg, 111 if nothing could be bound.
  */
 void	net_listen(const char *arg, void (*add)(int fd));
+/*
+ * A socket bound and listening already (--listen-fd N, from whoever
+ * started us, so that no other process can take the port in between):
+ * made non-blocking and close-on-exec and handed to add.  Exits 100 if
+ * fd is not a listening socket.
+ */
+void	net_listen_fd(int fd, void (*add)(int fd));
 
 #endif

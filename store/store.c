@@ -319,26 +319,19 @@ struct rd {
 	size_t		 n, off;
 };
 
-/* 1: read; 0: not all here yet. */
+/* An integer of size bytes in host order: 1 read; 0 not all here yet. */
 static int
-rd_u64(struct rd *r, uint64_t *v)
+rd_int(struct rd *r, void *v, size_t size)
 {
-	if (r->n - r->off < sizeof(*v))
+	if (r->n - r->off < size)
 		return 0;
-	memcpy(v, r->p + r->off, sizeof(*v));
-	r->off += sizeof(*v);
+	memcpy(v, r->p + r->off, size);
+	r->off += size;
 	return 1;
 }
 
-static int
-rd_u32(struct rd *r, uint32_t *v)
-{
-	if (r->n - r->off < sizeof(*v))
-		return 0;
-	memcpy(v, r->p + r->off, sizeof(*v));
-	r->off += sizeof(*v);
-	return 1;
-}
+#define rd_u64(r, v)	rd_int((r), (v), sizeof(uint64_t))
+#define rd_u32(r, v)	rd_int((r), (v), sizeof(uint32_t))
 
 /* 1, 0, or -1 with why: longer than max. */
 static int

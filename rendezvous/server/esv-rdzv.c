@@ -359,22 +359,6 @@ add_listener(int fd)
 }
 
 static void
-listen_fd(int fd)
-{
-	int on = 0;
-	socklen_t sl = sizeof(on);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &sl) == -1 ||
-	    !on)
-		diex(ESV_EXIT_USAGE, "--listen-fd %d: not a listening socket",
-		    fd);
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
-	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1)
-		die(ESV_EXIT_SYSTEM, "--listen-fd %d", fd);
-	add_listener(fd);
-}
-
-static void
 load_token(char *token, size_t len, bool fatal)
 {
 	char err[512];
@@ -632,7 +616,7 @@ main(int argc, char *argv[])
 	if (g.srv == NULL)
 		die(ESV_EXIT_SYSTEM, "malloc");
 	if (lfd != -1)
-		listen_fd(lfd);
+		net_listen_fd(lfd, add_listener);
 	for (i = 0; i < nlisten; i++)
 		net_listen(listens[i], add_listener);
 	if (lfd == -1 && nlisten == 0)
