@@ -69,6 +69,19 @@ num(const json_t *job, enum job_key key)
 	return json_number_value(json_object_get(job, ctl_job_key(key)));
 }
 
+/* The agent store's counts (supervise/store); zero while none runs. */
+static const struct {
+	const char	*name, *help;
+	enum store_key	 key;
+} store_families[] = {
+	{ "esv_store_keys", "Keys in the agent's store (esv-stored).",
+	    SK_KEYS },
+	{ "esv_store_connections", "Workers' connections to the agent's "
+	    "store.", SK_CONNECTIONS },
+	{ "esv_store_waiting", "Connections of the agent's store waiting "
+	    "for keys (WAIT, blocking GET).", SK_WAITING },
+};
+
 static void
 head(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -136,6 +149,13 @@ metrics_render(const json_t *st, const struct wd_status *wd, bool healthy,
 		    job_families[i].help);
 		fprintf(f, "%s %.0f\n", job_families[i].name,
 		    num(job, job_families[i].key));
+	}
+	for (i = 0; i < NELEM(store_families); i++) {
+		head(f, store_families[i].name, "gauge",
+		    store_families[i].help);
+		fprintf(f, "%s %.0f\n", store_families[i].name,
+		    json_number_value(json_object_get(json_object_get(st,
+		    "store"), ctl_store_key(store_families[i].key))));
 	}
 	head(f, "esv_seconds_since_last_progress", "gauge",
 	    "Seconds since the last timer request (or, without timers, "

@@ -38,6 +38,7 @@
 #define ESV_STAT		"supervise/stat"
 #define ESV_PID			"supervise/pid"
 #define ESV_STATE		"supervise/state"
+#define ESV_STORE_STATE		"supervise/store"	/* esv-stored's own */
 #define ESV_GUARDIAN_LOCK	"supervise/guardian.lock"
 #define ESV_PGIDS		"supervise/pgids"
 #define ESV_FAILURE		"supervise/failure.json"

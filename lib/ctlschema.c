@@ -9,6 +9,9 @@ const struct ctl_key ctl_job_keys[JK_COUNT] = { ESV_JOB_KEYS(ESV_CTL_ENTRY) };
 const struct ctl_key ctl_worker_keys[WK_COUNT] = {
 	ESV_WORKER_KEYS(ESV_CTL_ENTRY)
 };
+const struct ctl_key ctl_store_keys[SK_COUNT] = {
+	ESV_STORE_KEYS(ESV_CTL_ENTRY)
+};
 #undef ESV_CTL_ENTRY
 
 const char *const ctl_group_states[] = { ESV_GS_DOWN, ESV_GS_JOINING,
@@ -38,6 +41,12 @@ const struct ctl_key *
 ctl_worker_lookup(const char *name)
 {
 	return lookup(ctl_worker_keys, WK_COUNT, name);
+}
+
+const struct ctl_key *
+ctl_store_lookup(const char *name)
+{
+	return lookup(ctl_store_keys, SK_COUNT, name);
 }
 
 int

@@ -82,20 +82,33 @@ struct ctl_key {
 	X(WK_SIGNAL,		"signal",		CTL_NAME)	\
 	X(WK_ERROR_FILE,	"error_file",		CTL_PATH)
 
+/* supervise/store, written by the agent's esv-stored alone. */
+#define ESV_STORE_KEYS(X)						\
+	X(SK_LISTEN,		"listen",		CTL_NAME)	\
+	X(SK_PID,		"pid",			CTL_INT)	\
+	X(SK_KEYS,		"keys",			CTL_INT)	\
+	X(SK_CONNECTIONS,	"connections",		CTL_INT)	\
+	X(SK_WAITING,		"waiting",		CTL_INT)	\
+	X(SK_UPDATED,		"updated",		CTL_TIME)
+
 #define ESV_CTL_ENUM(id, name, type)	id,
 enum job_key { ESV_JOB_KEYS(ESV_CTL_ENUM) JK_COUNT };
 enum worker_key { ESV_WORKER_KEYS(ESV_CTL_ENUM) WK_COUNT };
+enum store_key { ESV_STORE_KEYS(ESV_CTL_ENUM) SK_COUNT };
 #undef ESV_CTL_ENUM
 
 extern const struct ctl_key ctl_job_keys[JK_COUNT];
 extern const struct ctl_key ctl_worker_keys[WK_COUNT];
+extern const struct ctl_key ctl_store_keys[SK_COUNT];
 
 #define ctl_job_key(k)		(ctl_job_keys[(k)].name)
 #define ctl_worker_key(k)	(ctl_worker_keys[(k)].name)
+#define ctl_store_key(k)	(ctl_store_keys[(k)].name)
 
 /* The schema's entry for a key of a job's (or a worker's) file, or NULL. */
 const struct ctl_key	*ctl_job_lookup(const char *name);
 const struct ctl_key	*ctl_worker_lookup(const char *name);
+const struct ctl_key	*ctl_store_lookup(const char *name);
 
 /*
  * Values of the group's "state" (supervise/state):

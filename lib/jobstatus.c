@@ -341,27 +341,32 @@ jobstatus_watchdog_socket(const json_t *st)
 json_t *
 jobstatus_load_files(const char *jobdir)
 {
-	json_t *st, *job = NULL, *workers = NULL, *errors;
+	json_t *st, *job = NULL, *workers = NULL, *store = NULL, *errors;
+	const char *listen;
 	int up;
 
 	if ((up = jobstatus_probe(jobdir)) == -1)
 		return NULL;
 	if ((errors = json_array()) == NULL ||
 	    load_kv(jobdir, ESV_STATE, ctl_job_lookup, errors, &job) == -1 ||
-	    (workers = load_workers(jobdir, errors)) == NULL ||
-	    (st = json_object()) == NULL) {
-		json_decref(errors);
-		json_decref(job);
-		json_decref(workers);
-		errno = ENOMEM;
-		return NULL;
-	}
+	    (workers = load_workers(jobdir, errors)) == NULL)
+		goto nomem;
+	/* The file outlives its store: it counts while store_listen is set. */
+	listen = json_string_value(json_object_get(job,
+	    ctl_job_key(JK_STORE_LISTEN)));
+	if (listen != NULL && *listen != '\0' && load_kv(jobdir,
+	    ESV_STORE_STATE, ctl_store_lookup, errors, &store) == -1)
+		goto nomem;
+	if ((st = json_object()) == NULL)
+		goto nomem;
 	if (json_object_set_new(st, "jobdir", json_text(jobdir)) == -1 ||
 	    json_object_set_new(st, "supervisor",
 	    json_string(up ? ESV_SUPERVISOR_RUNNING :
 	    ESV_SUPERVISOR_NOT_RUNNING)) == -1 ||
 	    json_object_set_new(st, "job", job ? job : json_null()) == -1 ||
 	    json_object_set_new(st, "workers", workers) == -1 ||
+	    json_object_set_new(st, "store", store ? store : json_null()) ==
+	    -1 ||
 	    json_object_set_new(st, "errors", errors) == -1) {
 		/* set_new consumed what it was given, even on failure. */
 		json_decref(st);
@@ -369,6 +374,13 @@ jobstatus_load_files(const char *jobdir)
 		return NULL;
 	}
 	return st;
+nomem:
+	json_decref(errors);
+	json_decref(job);
+	json_decref(workers);
+	json_decref(store);
+	errno = ENOMEM;
+	return NULL;
 }
 
 json_t *
@@ -546,8 +558,15 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 		    whole_seconds(now - json_number_value(v)));
 	if (up && (where = field(job, ctl_job_key(JK_HEALTH_LISTEN), b2, sizeof(b2))) != NULL)
 		fprintf(fp, ", health http://%s/healthz", where);
-	if (up && (where = field(job, ctl_job_key(JK_STORE_LISTEN), b2, sizeof(b2))) != NULL)
+	if (up && (where = field(job, ctl_job_key(JK_STORE_LISTEN), b2,
+	    sizeof(b2))) != NULL) {
 		fprintf(fp, ", agent store %s", where);
+		v = json_object_get(json_object_get(st, "store"),
+		    ctl_store_key(SK_KEYS));
+		if (json_is_integer(v))
+			fprintf(fp, " (%lld keys)",
+			    (long long)json_integer_value(v));
+	}
 	fputc('\n', fp);
 	print_errors(fp, st);
 }

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctlschema.h"
+#include "kvfile.h"
 #include "loop.h"
 #include "msg.h"
 #include "netlisten.h"
@@ -32,6 +34,8 @@
 #define LISTEN_MAX	16
 #define FD_RESERVE	32		/* fds besides connections */
 #define READ_CHUNK	(64 * 1024)
+/* The state file follows the counts at most this often. */
+#define STATE_EVERY_MS	500
 
 struct conn {
 	struct watch		 w;
@@ -64,6 +68,12 @@ static struct {
 	 */
 	TAILQ_HEAD(, conn)	 flushq;
 	bool			 quit;
+	/* --state-file: what it says, and when it was last written. */
+	const char		*state_file;
+	char			 listen_name[INET6_ADDRSTRLEN + 16];
+	size_t			 said_keys, said_conns, said_waiting;
+	long long		 said_ms;
+	bool			 said, state_warned;
 } g;
 
 static void
@@ -73,8 +83,8 @@ usage(FILE *f)
 	    "[--max-conns N]\n"
 	    "                  [--max-key BYTES] [--max-value BYTES] "
 	    "[--max-request BYTES]\n"
-	    "                  [--max-keys N] [--max-waiters N] [--parent PID] "
-	    "[--help] [--version]\n"
+	    "                  [--max-keys N] [--max-waiters N] [--parent PID]\n"
+	    "                  [--state-file PATH] [--help] [--version]\n"
 	    "Serves torch's TCPStore protocol (torch 1.13's and the newer "
 	    "dialect) on\nADDR:PORT (\"*:PORT\" every address; port 0 a free "
 	    "one, printed as\n\"listening ADDR:PORT\").\n"
@@ -318,6 +328,8 @@ add_listener(int fd)
 		die(ESV_EXIT_SYSTEM, "getsockname");
 	net_addr_fmt(&ss, ip, sizeof(ip), name, sizeof(name));
 	printf("listening %s\n", name);
+	if (g.nls == 0)
+		strlcpy(g.listen_name, name, sizeof(g.listen_name));
 	g.ls[g.nls] = (struct watch){ .fd = fd, .fn = on_listen };
 	if (loop_add(&g.lp, &g.ls[g.nls], EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "epoll_ctl");
@@ -342,6 +354,47 @@ on_signal(struct watch *w, uint32_t events)
 	for (i = 0; i < n; i++)
 		if (si[i].ssi_signo == SIGTERM || si[i].ssi_signo == SIGINT)
 			g.quit = true;
+}
+
+/*
+ * --state-file: the counts as esv-control(5)'s supervise/store, rewritten
+ * (temp + rename) when they change, at most every STATE_EVERY_MS so that
+ * a burst of SETs costs one write.  When the next write is due: LLONG_MAX
+ * if nothing changed.  A failed write (a full disk) is tried again then;
+ * the store serves on regardless.
+ */
+static long long
+state_tick(long long now)
+{
+	size_t keys = store_nkeys(g.st), waiting = store_nwaiting(g.st);
+	struct kvbuf kb = { 0 };
+
+	if (g.state_file == NULL || (g.said && keys == g.said_keys &&
+	    g.nconns == g.said_conns && waiting == g.said_waiting))
+		return LLONG_MAX;
+	if (g.said && now - g.said_ms < STATE_EVERY_MS)
+		return g.said_ms + STATE_EVERY_MS;
+	kv_add(&kb, ctl_store_key(SK_LISTEN), g.listen_name);
+	kv_addf(&kb, ctl_store_key(SK_PID), "%d", (int)getpid());
+	kv_addf(&kb, ctl_store_key(SK_KEYS), "%zu", keys);
+	kv_addf(&kb, ctl_store_key(SK_CONNECTIONS), "%u", g.nconns);
+	kv_addf(&kb, ctl_store_key(SK_WAITING), "%zu", waiting);
+	kv_addf(&kb, ctl_store_key(SK_UPDATED), "%.3f", wall_now());
+	g.said_ms = now;
+	if (kv_write_at(&kb, AT_FDCWD, g.state_file) == -1) {
+		if (!g.state_warned)
+			warn_sys("%s: unable to write (again every %d ms, "
+			    "said once)", g.state_file, STATE_EVERY_MS);
+		g.state_warned = true;
+		kv_free(&kb);
+		return now + STATE_EVERY_MS;
+	}
+	kv_free(&kb);
+	g.said = true;
+	g.said_keys = keys;
+	g.said_conns = g.nconns;
+	g.said_waiting = waiting;
+	return LLONG_MAX;
 }
 
 /* As many fds as the hard limit allows; fewer connections if it is low. */
@@ -378,6 +431,7 @@ main(int argc, char *argv[])
 		{ "max-keys", required_argument, NULL, 'K' },
 		{ "max-waiters", required_argument, NULL, 'w' },
 		{ "parent", required_argument, NULL, 'P' },
+		{ "state-file", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -387,7 +441,7 @@ main(int argc, char *argv[])
 	const char *listens[LISTEN_MAX];
 	int ch, nlisten = 0, lfd = -1, i;
 	pid_t parent = 0;
-	long long now, next;
+	long long now, next, due;
 	struct conn *c;
 
 	store_conf_default(&conf);
@@ -428,6 +482,9 @@ main(int argc, char *argv[])
 			break;
 		case 'P':
 			parent = num_arg("--parent", optarg, 2, INT_MAX);
+			break;
+		case 'S':
+			g.state_file = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -476,6 +533,8 @@ main(int argc, char *argv[])
 	while (!g.quit) {
 		now = mono_ms();
 		next = ratelim_tick(&g.refusals, now, LLONG_MAX);
+		if ((due = state_tick(now)) < next)
+			next = due;
 		if (timer_arm_ms(g.timerw.fd, next == LLONG_MAX ? -1 :
 		    next > now ? next - now : 0) == -1)
 			die(ESV_EXIT_SYSTEM, "timerfd_settime");

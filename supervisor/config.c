@@ -42,7 +42,8 @@ typedef int (*setter)(struct loadctx *, const struct option_def *,
 
 enum kind {
 	K_STR,		/* char array; min is the minimum length */
-	K_BOOL,
+	K_BOOL,		/* a flag, torch's kind */
+	K_ONOFF,	/* on by default: its flag also takes =false */
 	K_UINT,		/* unsigned in min..max */
 	K_MS,		/* unsigned milliseconds from a duration */
 	K_FN,		/* the special setter does everything */
@@ -144,7 +145,7 @@ static const struct option_def options[] = {
 	    FIELD(rdzv_conf), 0, 0, NULL },
 	{ "standalone", "standalone", 0, "PET_STANDALONE", NULL, K_BOOL,
 	    FIELD(standalone), 0, 0, NULL },
-	{ "agent_store", "agent-store", 0, "PET_AGENT_STORE", NULL, K_BOOL,
+	{ "agent_store", "agent-store", 0, "PET_AGENT_STORE", NULL, K_ONOFF,
 	    FIELD(agent_store), 0, 0, NULL },
 	{ "local_addr", "local-addr", 0, "PET_LOCAL_ADDR", NULL, K_STR,
 	    FIELD(local_addr), 0, 0, NULL },
@@ -284,6 +285,7 @@ set_value(struct loadctx *ctx, const struct option_def *d, const char *v,
 		return set_string(field(ctx, d), d->size, (size_t)d->min, v,
 		    why, whylen);
 	case K_BOOL:
+	case K_ONOFF:
 		if (parse_bool(v, field(ctx, d)) == 0)
 			return 0;
 		snprintf(why, whylen, "not a boolean (true/false, yes/no, "
@@ -574,6 +576,9 @@ set_defaults(struct job_config *cfg)
 	cfg->monitor_interval = 0.1;
 	cfg->health_port = -1;
 	cfg->health_timeout_ms = 60000;
+	/* Rank 0 racing for a port it was told is free is what the agent
+	 * store removes: on unless the job turns it off. */
+	cfg->agent_store = true;
 }
 
 static int
@@ -912,6 +917,7 @@ build_longopts(struct option *lo, char under[][32], char *shorts)
 			continue;
 		lo[n++] = (struct option){ options[i].opt,
 		    options[i].kind == K_BOOL ? no_argument :
+		    options[i].kind == K_ONOFF ? optional_argument :
 		    required_argument, NULL, OPT_BASE + (int)i };
 		if (strchr(options[i].opt, '-') == NULL)
 			continue;
@@ -969,7 +975,7 @@ cli_option(struct loadctx *ctx, int c, char **argv, int word)
 	else
 		for (i = 0; options[i].short_opt != c; i++)
 			;
-	ctx->cli[i] = options[i].kind == K_BOOL ? "1" : optarg;
+	ctx->cli[i] = optarg != NULL ? optarg : "1";
 	return 0;
 }
 
@@ -1376,7 +1382,7 @@ print_value(FILE *fp, const struct job_config *cfg, const struct option_def *d)
 		fprintf(fp, "%d", cfg->health_port);
 	else if (strcmp(d->key, "monitor_interval") == 0)
 		fprintf(fp, "%g", cfg->monitor_interval);
-	else if (d->kind == K_BOOL)
+	else if (d->kind == K_BOOL || d->kind == K_ONOFF)
 		fputs(*(const bool *)f ? "true" : "false", fp);
 	else if (d->kind == K_UINT || d->kind == K_MS ||
 	    d->size == sizeof(unsigned))
@@ -1429,6 +1435,8 @@ config_usage(FILE *fp)
 "  --rdzv-conf K=V,...              rendezvous settings\n"
 "  --standalone                     one node on its own\n"
 "  --local-addr ADDR                MASTER_ADDR this node publishes (esv)\n"
+"  --agent-store[=false]            group rank 0's node serves the workers'\n"
+"                                   store (on; false: worker rank 0 does)\n"
 "  --file-timer                     run esv-watchdogd for torch's FileTimerClient\n"
 "  --timer-file PATH                its FIFO (JOBDIR/supervise/timer.fifo)\n"
 "  --health-port PORT               run esv-healthd on PORT (0: any free one)\n"

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
+#include "ctldir.h"
 #include "msg.h"
 #include "progpath.h"
 #include "supervise.h"
@@ -118,8 +120,9 @@ store_drop(struct supervisor *sv)
 int
 store_round(struct supervisor *sv)
 {
-	char path[PATH_MAX], parent[32];
-	char *argv[] = { path, "--listen-fd", "3", "--parent", parent, NULL };
+	char path[PATH_MAX], parent[32], state[PATH_MAX];
+	char *argv[] = { path, "--listen-fd", "3", "--parent", parent,
+	    "--state-file", state, NULL };
 	int e;
 
 	if (!sv->cfg->agent_store)
@@ -136,6 +139,9 @@ store_round(struct supervisor *sv)
 	sv->st_pid = 0;
 	sv->st_stopping = false;
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	if (pathf(state, sizeof(state), "%s/%s", sv->cfg->jobdir,
+	    ESV_STORE_STATE) == -1)
+		argv[5] = NULL;		/* counts unsaid rather than no store */
 	prog_path("esv-stored", "store", "ESV_STORED", path, sizeof(path));
 	e = prog_spawn(argv, sv->st_fd, true, &sv->st_pid);
 	store_drop(sv);

@@ -4,7 +4,8 @@
 # store_listen in supervise/state and by esv-ctl status; the workers are
 # told TORCHELASTIC_USE_AGENT_STORE=True; a restart (the control letter
 # t) gets a fresh store on a new port and the old one is gone; nothing of
-# the store is left when the job ends.
+# the store is left when the job ends.  The store's key count is in
+# supervise/store, esv-ctl status, /status and /metrics.
 . "$(dirname "$0")/lib.sh"
 esv_setup 60
 cat >"$T/w.sh" <<'EOS'
@@ -38,7 +39,8 @@ sys.exit(0 if struct.unpack("<I", got)[0] == 4242 else "wrong echo")
 PY
 }
 
-start_sup "$T/job" --agent-store --nproc-per-node 2 --no-python -- "$T/w.sh"
+start_sup "$T/job" --agent-store --nproc-per-node 2 --health-port 0 \
+    --health-address 127.0.0.1 --no-python -- "$T/w.sh"
 wait_for -t 10 eval 'store_at "$T/job" >/dev/null' ||
 	fail "no store_listen in supervise/state: $(cat "$T/job.err")"
 wait_for -t 10 eval '[ "$(kv "$T/job/supervise/state" pids | wc -w)" = 2 ]' ||
@@ -52,6 +54,43 @@ assert_eq "$(cat "$T/job/workers/0/env/TORCHELASTIC_USE_AGENT_STORE")" True \
     "the workers told of the agent's store"
 ctl status "$T/job" >"$T/status" 2>&1
 assert_grep "$T/status" "agent store $where1" "esv-ctl status shows the store"
+
+note "the key count: supervise/store, esv-ctl status, /status, /metrics"
+# Three SETs in torch 1.13's dialect, then GETNUMKEYS to see them counted.
+"$PY" - "${where1##*:}" <<'PY' || fail "the SETs failed"
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+def blob(b):
+    return struct.pack("<Q", len(b)) + b
+for k in (b"k1", b"k2", b"k3"):
+    s.sendall(b"\x00" + blob(k) + blob(b"v"))
+s.sendall(b"\x06")
+got = b""
+while len(got) < 8:
+    d = s.recv(8 - len(got))
+    if not d:
+        sys.exit("closed")
+    got += d
+sys.exit(0 if struct.unpack("<q", got)[0] == 3 else "num_keys is not 3")
+PY
+wait_for -t 5 eval '[ "$(kv "$T/job/supervise/store" keys)" = 3 ]' ||
+	fail "supervise/store does not count 3 keys: $(cat "$T/job/supervise/store" 2>&1)"
+assert_eq "$(kv "$T/job/supervise/store" pid)" "$pid1" "supervise/store's pid"
+ctl status "$T/job" >"$T/status" 2>&1
+assert_grep "$T/status" "agent store $where1 \\(3 keys\\)" "esv-ctl status counts the keys"
+wait_for -t 10 eval '[ -n "$(kv "$T/job/supervise/state" health_listen)" ]' ||
+	fail "no health_listen"
+health=$(kv "$T/job/supervise/state" health_listen)
+"$PY" - "$health" <<'PY' || fail "/status or /metrics lacks the key count"
+import json, sys, urllib.request
+base = "http://" + sys.argv[1]
+st = json.load(urllib.request.urlopen(base + "/status", timeout=5))
+if st["store"]["keys"] != 3:
+    sys.exit("/status store: %r" % (st["store"],))
+m = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+if "\nesv_store_keys 3\n" not in m:
+    sys.exit("/metrics: no esv_store_keys 3")
+PY
 
 note "a restart gets a fresh store"
 timeout 5 bash -c 'printf t >"$1/supervise/control"' _ "$T/job"

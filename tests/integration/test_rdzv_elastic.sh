@@ -17,7 +17,7 @@ assert_eq "$(( $(field "$ra" group_rank) + $(field "$rb" group_rank) ))" 1 \
     "group ranks of a and b"
 assert_eq "$(field "$ra" master)" "$(field "$rb" master)" "MASTER_ADDR:PORT"
 assert_eq "$(field "$ra" master | cut -d: -f1)" 127.0.0.1 "MASTER_ADDR"
-assert_eq "$(field "$ra" agent_store)" False "TORCHELASTIC_USE_AGENT_STORE"
+assert_eq "$(field "$ra" agent_store)" True "TORCHELASTIC_USE_AGENT_STORE (the default)"
 wait_state a rdzv_round 0 || fail "round"
 assert_eq "$(kv "$T/a/supervise/state" rdzv_endpoint)" "$EP" "rdzv_endpoint"
 ctl status "$T/a" >"$T/status" || fail "esv-ctl status"

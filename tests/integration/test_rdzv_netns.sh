@@ -2,7 +2,8 @@
 # Two nodes in two network namespaces joined by a veth pair, so that
 # MASTER_ADDR is a real address and not loopback.  Node a hosts esv-rdzv
 # itself (the endpoint is its own address: torch's is_host).  Workers of
-# both nodes meet at MASTER_ADDR:MASTER_PORT.  Then b's link goes down
+# both nodes meet at MASTER_ADDR:MASTER_PORT, which worker rank 0 binds
+# (--agent-store=false).  Then b's link goes down
 # without a FIN: the heartbeat must notice within 2 s and a carries on
 # alone (nodes 1:2).
 . "$(dirname "$0")/lib.sh"
@@ -36,7 +37,7 @@ netnode()
 	REC=$T/rec RZ_NODE=$name RZ_STOP_FLAG=$T/stop start_sup "$T/$name" \
 	    --rdzv-backend esv --rdzv-endpoint "$EP" --rdzv-id netjob \
 	    --nnodes 1:2 --rdzv-conf "$conf" --shutdown-timeout 3s \
-	    --python "$PY" -- "$WORKERS/rz_net.py"
+	    --agent-store=false --python "$PY" -- "$WORKERS/rz_net.py"
 	SUP_PREFIX=()
 }
 netnode "$NSA" a

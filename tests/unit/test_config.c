@@ -285,6 +285,29 @@ test_ini_booleans(void **state)
 	    "boolean (true/false, yes/no, 1/0): maybe");
 }
 
+/* The agent store is on unless a layer turns it off; its flag takes a value. */
+static void
+test_agent_store_onoff(void **state)
+{
+	struct fixture *f = *state;
+
+	write_ini(f, "[job]\nentrypoint = t.py\n");
+	assert_int_equal(load(f, "DIR"), 0);
+	assert_true(f->cfg.agent_store);
+	write_ini(f, "[job]\nentrypoint = t.py\nagent_store = no\n");
+	assert_int_equal(load(f, "DIR"), 0);
+	assert_false(f->cfg.agent_store);
+	assert_int_equal(load(f, "--agent-store", "DIR"), 0);
+	assert_true(f->cfg.agent_store);
+	write_ini(f, "[job]\nentrypoint = t.py\n");
+	assert_int_equal(load(f, "--agent-store=false", "DIR"), 0);
+	assert_false(f->cfg.agent_store);
+	assert_int_equal(load(f, "--agent_store=0", "DIR"), 0);
+	assert_false(f->cfg.agent_store);
+	assert_fails(f, load(f, "--agent-store=maybe", "DIR"),
+	    "--agent-store: not a boolean (true/false, yes/no, 1/0): maybe");
+}
+
 static void
 test_ini_env_section(void **state)
 {
@@ -1046,6 +1069,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ini_every_key, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_agent_store_onoff, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_ini_booleans, setup,
 		    teardown),

@@ -229,6 +229,8 @@ test_documented(void **state)
 		DOCUMENTED(ctl_job_keys[i].name);
 	for (i = 0; i < WK_COUNT; i++)
 		DOCUMENTED(ctl_worker_keys[i].name);
+	for (i = 0; i < SK_COUNT; i++)
+		DOCUMENTED(ctl_store_keys[i].name);
 	for (i = 0; ctl_group_states[i] != NULL; i++)
 		DOCUMENTED(ctl_group_states[i]);
 	for (i = 0; ctl_worker_states[i] != NULL; i++)
