@@ -278,11 +278,12 @@ def iteration(args, rng, fault, it, root, etcd):
         problems.append(msg)
 
     tag = "%d.%d.%d" % (os.getpid(), args.seed, it)
-    # Half the jobs serve their workers' store: it must not outlive them
-    # whatever the fault (its own kill, always).
+    # Half the jobs serve their workers' store (the default): it must not
+    # outlive them whatever the fault (its own kill, always); the others
+    # leave it to worker rank 0.
     rdzv = ["--standalone"]
-    if fault == "kill:esv-stored" or rng.random() < 0.5:
-        rdzv.append("--agent-store")
+    if fault != "kill:esv-stored" and rng.random() < 0.5:
+        rdzv.append("--agent-store=false")
     if fault == "kill:esv-rdzv-etcd":
         if not etcd.available():
             return "skipped (no %s or no %s)" % (etcd.BIN, HELPER)

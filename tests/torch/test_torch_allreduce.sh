@@ -1,9 +1,9 @@
 #!/bin/bash
 # Four workers on one node run an unchanged torch program: env:// with
 # torch's defaults, gloo all_reduce of rank+1.  esv gives
-# TORCHELASTIC_USE_AGENT_STORE=False, so worker rank 0 hosts the store on
-# the MASTER_PORT esv picked; with AGENT_STORE=1 (--agent-store) it gives
-# True, and the workers use the esv-stored the supervisor runs there.
+# TORCHELASTIC_USE_AGENT_STORE=True, and the workers use the esv-stored the
+# supervisor runs on MASTER_PORT; with AGENT_STORE=0 (--agent-store=false)
+# it gives False, so worker rank 0 hosts the store there, as torch 1.13.
 # Each worker's reported sum must be 10.
 # Usage: ESV_BIN_DIR=/path/to/build/supervisor bash test_torch_allreduce.sh
 TEST_NAME=test_torch_allreduce
@@ -14,10 +14,10 @@ L=$T/logs
 W=$TORCH_DIR/allreduce_worker.py
 mkdir -p "$J"
 agent=()
-use=False
-if [ "${AGENT_STORE:-0}" = 1 ]; then
-	agent=(--agent-store)
-	use=True
+use=True
+if [ "${AGENT_STORE:-1}" = 0 ]; then
+	agent=(--agent-store=false)
+	use=False
 fi
 timeout 80 "$SUP" "${agent[@]}" --nproc-per-node 4 --python "$TORCH_PY" -t 3 \
     --log-dir "$L" "$J" -- "$W" >"$T/out" 2>"$T/err"

@@ -3,9 +3,10 @@
 # all_reduce with gloo; a third node joins and the job goes on with world
 # size 6; the third node is killed (kill -9 of its supervisor) and the job
 # goes on with world size 4.  Every round's sum is checked by the workers.
-# With AGENT_STORE=1 (--agent-store) the node of group rank 0 serves each
-# attempt's store (torch 1.13's workers prefix its keys with the restart
-# count), and the kill may take the store with it: the others restart.
+# The node of group rank 0 serves each attempt's store (torch 1.13's
+# workers prefix its keys with the restart count), and the kill may take
+# the store with it: the others restart.  AGENT_STORE=0
+# (--agent-store=false): worker rank 0 hosts it.
 ESV_TEST_DIR=$(cd "$(dirname "$0")/../integration" && pwd)
 TORCH_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$ESV_TEST_DIR/lib.sh"
@@ -24,7 +25,7 @@ tnode()
 	# torchrun's name for either: c10d is esv-rdzv, etcd is etcd v3.
 	[ "$RZ_BACKEND" = etcd ] && backend=etcd
 	local agent=()
-	[ "${AGENT_STORE:-0}" = 1 ] && agent=(--agent-store)
+	[ "${AGENT_STORE:-1}" = 0 ] && agent=(--agent-store=false)
 	REC=$T/rec RZ_NODE=$name RZ_STOP_FLAG=$T/stop start_sup "$T/$name" \
 	    "${agent[@]}" --rdzv-backend $backend --rdzv-endpoint "$EP" --rdzv-id torchjob \
 	    --nnodes 2:3 --nproc-per-node 2 --max-restarts 3 \
@@ -61,7 +62,7 @@ touch "$T/stop"
 wait_sup -t 60 "$pid_a"; assert_eq $? 0 "a's exit status"
 wait_sup -t 60 "$pid_b"; assert_eq $? 0 "b's exit status"
 assert_eq "$(count_lines "$T/rec" 'ok=0')" 0 "bad sums"
-if [ "${AGENT_STORE:-0}" = 1 ]; then
+if [ "${AGENT_STORE:-1}" = 1 ]; then
 	served=$(cat "$T/a.err" "$T/b.err" "$T/c.err" 2>/dev/null |
 	    grep -c 'agent store: esv-stored (pid [0-9]*) serves the workers')
 	note "esv-stored served $served attempt(s)"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# With TORCHELASTIC_USE_AGENT_STORE=False worker rank 0
+# With TORCHELASTIC_USE_AGENT_STORE=False (--agent-store=false) worker rank 0
 # hosts torch's store on MASTER_PORT.  If another process already listens
 # there, rank 0 fails at once (errno 98) while rank 1 is connected to the
 # stranger and would wait for its store timeout.  The job must end as a
@@ -38,7 +38,7 @@ collide() {
 	local j=$T/job_$name
 	mkdir -p "$j"
 	start=$(now_ms)
-	timeout 80 "$SUP" --nproc-per-node 2 --master-port "$port" \
+	timeout 80 "$SUP" --agent-store=false --nproc-per-node 2 --master-port "$port" \
 	    --python "$TORCH_PY" --log-dir "$T/logs_$name" "$j" -- "$w" \
 	    >"$T/out_$name" 2>"$T/err_$name"
 	rc=$?

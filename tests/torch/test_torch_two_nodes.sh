@@ -10,13 +10,14 @@ TEST_NAME=test_torch_two_nodes
 
 W=$TORCH_DIR/allreduce_worker.py
 port=$(free_port)
-# AGENT_STORE=1: node 0's supervisor serves the store on the port
-# (esv-stored on a socket it bound), and every worker is told so.
+# Node 0's supervisor serves the store on the port (esv-stored on a socket
+# it bound), and every worker is told so; AGENT_STORE=0: worker rank 0
+# hosts it (--agent-store=false).
 agent=()
-use=False
-if [ "${AGENT_STORE:-0}" = 1 ]; then
-	agent=(--agent-store)
-	use=True
+use=True
+if [ "${AGENT_STORE:-1}" = 0 ]; then
+	agent=(--agent-store=false)
+	use=False
 fi
 for node in 0 1; do
 	mkdir -p "$T/job$node"
