@@ -28,6 +28,8 @@
 #include <stddef.h>
 
 #define ESV_JOB_INI		"job.ini"
+/* The operator's envdir, read at every group start (envdir.h). */
+#define ESV_ENV_DIR		"env"
 #define ESV_DOWN_FILE		"down"
 #define ESV_SUPERVISE_DIR	"supervise"
 #define ESV_LOCK		"supervise/lock"

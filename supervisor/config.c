@@ -207,6 +207,8 @@ static const struct option_def options[] = {
 	    NULL, K_MS, FIELD(restart_delay_max_ms), 0, 0, NULL },
 	{ "restart_reset", "restart-reset", 0, "PET_RESTART_RESET", NULL, K_MS,
 	    FIELD(restart_reset_ms), 0, 0, NULL },
+	{ "notification_fd", "notification-fd", 0, NULL, NULL, K_UINT,
+	    FIELD(notification_fd), 3, INT_MAX, NULL },
 };
 #define NOPTS	NELEM(options)
 
@@ -552,9 +554,16 @@ set_health_port(struct loadctx *ctx, const struct option_def *d,
 }
 
 static void
-set_defaults(struct job_config *cfg)
+set_defaults(struct job_config *cfg, bool torchrun)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+	/*
+	 * torchrun's list for esv-run.  esv-supervise is a daemon of init
+	 * systems, where SIGHUP means "read your configuration again"
+	 * (systemctl reload, sv hup, s6-svc -h): it reloads unless the job
+	 * lists SIGHUP here.
+	 */
+	static const int torch_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT };
 
 	strlcpy(cfg->python, "python3", sizeof(cfg->python));
 	cfg->nproc_per_node = 1;
@@ -569,8 +578,13 @@ set_defaults(struct job_config *cfg)
 	strlcpy(cfg->log_line_prefix, "[${role_name}${local_rank}]:",
 	    sizeof(cfg->log_line_prefix));
 	cfg->shutdown_timeout_ms = 30000;
-	memcpy(cfg->signals, sigs, sizeof(sigs));
-	cfg->nsignals = NELEM(sigs);
+	if (torchrun) {
+		memcpy(cfg->signals, torch_sigs, sizeof(torch_sigs));
+		cfg->nsignals = NELEM(torch_sigs);
+	} else {
+		memcpy(cfg->signals, sigs, sizeof(sigs));
+		cfg->nsignals = NELEM(sigs);
+	}
 	cfg->restart_delay_max_ms = 60000;
 	cfg->restart_reset_ms = 60000;
 	cfg->monitor_interval = 0.1;
@@ -1336,7 +1350,7 @@ config_load(struct job_config *cfg, int argc, char **argv, char **envp,
 
 	if ((r = parse_cmdline(&ctx, argc, argv)) != 0)
 		return r;
-	set_defaults(cfg);
+	set_defaults(cfg, ctx.torchrun);
 	r = 0;
 	if ((cfg->jobdir[0] != '\0' && load_ini(&ctx) == -1) ||
 	    load_env(&ctx, envp) == -1 || load_cli(&ctx) == -1 ||
@@ -1411,6 +1425,99 @@ config_print(FILE *fp, const struct job_config *cfg)
 	fputc('\n', fp);
 }
 
+/* What may change between attempts (esv-job.ini(5), RELOADING). */
+static bool
+reloadable(const char *key)
+{
+	static const char *const keys[] = { "entrypoint", "args", "no_python",
+	    "module", "run_path", "python" };
+	size_t i;
+
+	for (i = 0; i < NELEM(keys); i++)
+		if (strcmp(key, keys[i]) == 0)
+			return true;
+	return false;
+}
+
+static void
+value_text(char *buf, size_t len, const struct job_config *cfg,
+    const struct option_def *d)
+{
+	FILE *fp;
+
+	buf[0] = '\0';
+	if ((fp = fmemopen(buf, len, "w")) == NULL)
+		return;
+	print_value(fp, cfg, d);
+	fclose(fp);
+	buf[len - 1] = '\0';
+}
+
+int
+config_reload(struct job_config *cur, int argc, char **argv, char **envp,
+    char *err, size_t errlen, config_kept_fn kept, void *ctx)
+{
+	struct job_config *next;
+	char was[1024], now[1024];
+	size_t i;
+	int r;
+
+	if ((next = malloc(sizeof(*next))) == NULL) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	r = config_load(next, argc, argv, envp, err, errlen);
+	if (r != 0) {
+		free(next);
+		return -1;
+	}
+	r = 0;
+	for (i = 0; i < NOPTS; i++) {
+		const struct option_def *d = &options[i];
+
+		if (d->opt == NULL || reloadable(d->key))
+			continue;
+		/* A standalone job draws a fresh id at every reading. */
+		if (cur->standalone && strcmp(d->key, "run_id") == 0)
+			continue;
+		value_text(was, sizeof(was), cur, d);
+		value_text(now, sizeof(now), next, d);
+		if (strcmp(was, now) != 0 && kept != NULL)
+			kept(ctx, d->key, was, now);
+	}
+	/* [env]: its own comparison, then taken whole. */
+	if (cur->nextra_env != next->nextra_env)
+		r = 1;
+	for (i = 0; r == 0 && i < (size_t)cur->nextra_env; i++)
+		if (strcmp(cur->extra_env[i].name, next->extra_env[i].name) != 0 ||
+		    strcmp(cur->extra_env[i].value, next->extra_env[i].value) != 0)
+			r = 1;
+	if (cur->argc != next->argc || cur->no_python != next->no_python ||
+	    cur->module != next->module || cur->run_path != next->run_path ||
+	    strcmp(cur->python, next->python) != 0)
+		r = 1;
+	for (i = 0; r == 0 && i < (size_t)cur->argc; i++)
+		if (strcmp(cur->argv[i], next->argv[i]) != 0)
+			r = 1;
+	if (r == 1) {
+		config_free(cur);
+		cur->argv = next->argv;
+		cur->argc = next->argc;
+		next->argv = NULL;
+		next->argc = 0;
+		memcpy(cur->extra_env, next->extra_env, sizeof(cur->extra_env));
+		cur->nextra_env = next->nextra_env;
+		next->nextra_env = 0;
+		cur->no_python = next->no_python;
+		cur->module = next->module;
+		cur->run_path = next->run_path;
+		strlcpy(cur->python, next->python, sizeof(cur->python));
+	}
+	config_free(next);
+	free(next);
+	return r;
+}
+
 void
 config_usage(FILE *fp)
 {
@@ -1458,8 +1565,10 @@ config_usage(FILE *fp)
 "  --python PATH                    the interpreter (python3)\n"
 "  --monitor-interval SECONDS       accepted for torchrun, unused\n"
 "  --shutdown-timeout DURATION      stop signal to SIGKILL (30s)\n"
-"  --signals-to-handle LIST         forwarded signals\n"
-"                                   (SIGTERM,SIGINT,SIGHUP,SIGQUIT)\n"
+"  --signals-to-handle LIST         forwarded signals (SIGTERM,SIGINT,SIGQUIT;\n"
+"                                   esv-run: SIGTERM,SIGINT,SIGHUP,SIGQUIT);\n"
+"                                   SIGHUP not listed: reload (job.ini)\n"
+"  --notification-fd FD             write a newline to FD once ready (s6)\n"
 "  --restart-delay DURATION         first restart delay (0: none)\n"
 "  --restart-delay-max DURATION     longest restart delay (60s)\n"
 "  --restart-reset DURATION         a run this long resets the delay (60s)\n"

@@ -97,6 +97,9 @@ struct job_config {
 	unsigned restart_delay_max_ms;
 	unsigned restart_reset_ms;	/* an attempt this long resets it */
 
+	/* s6's readiness: a newline on this fd once ready; 0: none. */
+	unsigned notification_fd;
+
 	double	 monitor_interval;	/* accepted and ignored: event-driven */
 
 	/* [env] section: extra variables for the workers. */
@@ -124,6 +127,21 @@ void	config_print(FILE *fp, const struct job_config *cfg);
  */
 int	config_jobdir_taken(struct job_config *cfg);
 void	config_free(struct job_config *cfg);
+
+/*
+ * Read the configuration again as config_load did (same argv and envp)
+ * and take from it what may change between attempts: the entrypoint, its
+ * arguments, no_python, module, run_path, python and [env].  Any other
+ * setting that now differs is kept as it is, and kept() is told of it.
+ * Returns 1 when something was taken, 0 when nothing changed, -1 with
+ * err set ("job.ini:LINE: ...") when the configuration does not load:
+ * cur is then untouched.
+ */
+typedef void (*config_kept_fn)(void *ctx, const char *key, const char *was,
+    const char *now);
+int	config_reload(struct job_config *cur, int argc, char **argv,
+	    char **envp, char *err, size_t errlen, config_kept_fn kept,
+	    void *ctx);
 void	config_usage(FILE *fp);
 
 #endif

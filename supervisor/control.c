@@ -58,22 +58,60 @@ control_setup(struct supervisor *sv)
 		    ESV_SUPERVISE_DIR);
 }
 
+/* What each letter asks, for the line on stderr. */
+static const char *
+letter_name(unsigned char c)
+{
+	switch (c) {
+	case 'u': return "up";
+	case 'o': return "once";
+	case 'd': return "down";
+	case 'x': return "exit";
+	case 't': return "restart (SIGTERM)";
+	case 'r': return "restart";
+	case 'k': return "restart (SIGKILL)";
+	case 'p': return "pause";
+	case 'c': return "continue";
+	case 'l': return "reload";
+	case 'h': return "signal SIGHUP";
+	case 'a': return "signal SIGALRM";
+	case 'i': return "signal SIGINT";
+	case 'q': return "signal SIGQUIT";
+	case '1': return "signal SIGUSR1";
+	case '2': return "signal SIGUSR2";
+	}
+	return "?";
+}
+
 /* c, a known letter, which came n times in one read. */
 static void
 command(struct supervisor *sv, unsigned char c, unsigned n)
 {
 	struct ctl_decision d;
+	char times[32] = "";
 
 	events_log(sv, "control", json_pack("{ss# si}", "command",
 	    (const char *)&c, (size_t)1, "count", (int)n));
+	/* The FIFO does not say who wrote: its name is the source. */
+	if (n > 1)
+		snprintf(times, sizeof(times), " (%u times)", n);
+	info_msg("control: '%c' %s%s, from %s/%s", c, letter_name(c), times,
+	    sv->cfg->jobdir, ESV_CONTROL);
 
 	d = fsm_control(sv->state, c);
+	/* A start the operator asks for takes what job.ini says now. */
+	if (d.effect == CTL_START ||
+	    (d.effect == CTL_STOP && d.why == STOP_MANUAL))
+		supervisor_reload(sv, "start", true);
 	if (d.want != 0)
 		sv->want = d.want;
 	if (d.want_exit)
 		sv->want_exit = true;
 	switch (d.effect) {
 	case CTL_NONE:
+		break;
+	case CTL_RELOAD:
+		supervisor_reload(sv, "esv-ctl reload", false);
 		break;
 	case CTL_SHOW:
 		report_group(sv);

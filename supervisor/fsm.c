@@ -70,6 +70,9 @@ fsm_control(enum group_state st, unsigned char c)
 			d.why = STOP_MANUAL;
 		}
 		break;
+	case 'l':
+		d.effect = CTL_RELOAD;
+		break;
 	case 'k':
 		if (running) {
 			d.effect = CTL_STOP;

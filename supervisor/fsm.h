@@ -19,8 +19,9 @@ enum group_state { G_DOWN, G_RUNNING, G_STOPPING, G_BACKOFF, G_SUCCEEDED,
 enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_MANUAL, STOP_DOWN,
 	STOP_SIGNAL, STOP_EXIT, STOP_MEMBERSHIP };
 
-/* The letters of supervise/control (runit's, and s6's where they agree). */
-#define CONTROL_LETTERS	"uodxtrkpchaiq12"
+/* The letters of supervise/control (runit's, and s6's where they agree);
+ * l is esv's own: read job.ini again (esv-ctl reload). */
+#define CONTROL_LETTERS	"uodxtrkpchaiq12l"
 
 enum ctl_effect {
 	CTL_NONE,	/* nothing to do in this state */
@@ -30,6 +31,7 @@ enum ctl_effect {
 	CTL_SIGNAL,	/* signal the group: signo */
 	CTL_DOWN,	/* leave the round or the backoff: down now */
 	CTL_EXIT,	/* exit the supervisor now (after going down) */
+	CTL_RELOAD,	/* read job.ini again, for the next start */
 };
 
 struct ctl_decision {

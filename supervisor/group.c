@@ -67,6 +67,7 @@ set_state(struct supervisor *sv, enum group_state st)
 void
 supervisor_exit(struct supervisor *sv, int code)
 {
+	notify_stopping(sv);
 	watchdog_stop(sv);
 	healthd_stop(sv);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
@@ -82,6 +83,14 @@ supervisor_exit(struct supervisor *sv, int code)
 	 */
 	group_lock_release(sv);
 	close(sv->guardianfd);
+	/* The last line: how the job ended, for whoever reads the log. */
+	info_msg("exit %d: job %s after %u attempt%s (restarts: %u after "
+	    "failures, %u manual, %u membership) in %.1f s", code,
+	    code == ESV_EXIT_OK ? "succeeded" : sv->state == G_FAILED ?
+	    "failed" : code == ESV_EXIT_FAILED ? "stopped" : "ended by an error",
+	    sv->attempt, sv->attempt == 1 ? "" : "s", sv->restart_count,
+	    sv->manual_restarts, sv->membership_restarts,
+	    wall_now() - sv->started_wall);
 	exit(code);
 }
 
@@ -92,6 +101,8 @@ supervisor_exit(struct supervisor *sv, int code)
  * in it.  Below it, everything is reached by directory fd and made with
  * mkdirat, so no name another user placed there is ever followed.
  */
+static int make_run_dir(struct supervisor *sv);
+
 void
 logs_setup(struct supervisor *sv)
 {
@@ -114,6 +125,8 @@ logs_setup(struct supervisor *sv)
 	if (trust_check(sv->logfd, sv->log_base, TRUST_STICKY_OK, why,
 	    sizeof(why)) == -1)
 		diex(ESV_EXIT_USAGE, "log directory %s", why);
+	/* Now, so that the first line can say where the logs go. */
+	(void)make_run_dir(sv);
 }
 
 /* torch's mkdtemp(prefix=run_id + "_"): eight random characters. */
@@ -155,25 +168,45 @@ make_run_dir(struct supervisor *sv)
 	return -1;
 }
 
+/*
+ * Every start of the group gets a directory of its own, and no log is
+ * ever removed or overwritten: the first start of a restart count has
+ * torch's name, attempt_<restart_count>; a later start that keeps the
+ * count (a manual or membership restart) gets attempt_<restart_count>.<n>,
+ * n = 1, 2, ... (esv-supervise(8), FILES).  torch reuses and empties the
+ * directory instead, losing the earlier run's output.
+ */
 static int
 prepare_attempt_dir(struct supervisor *sv)
 {
-	char name[32], sub[16];
-	unsigned i;
+	char name[48], sub[16];
+	unsigned i, n;
 
 	if (sv->runfd == -1 && make_run_dir(sv) == -1)
 		return -1;
 	if (sv->attemptfd != -1)
 		close(sv->attemptfd);
-	/* As torch: a restart that keeps the count reuses the directory. */
-	snprintf(name, sizeof(name), "attempt_%u", sv->restart_count);
-	pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/%s", sv->run_dir,
-	    name);
-	if (remove_tree_at(sv->runfd, name) == -1 ||
-	    mkdirat(sv->runfd, name, 0755) == -1 ||
-	    (sv->attemptfd = openat(sv->runfd, name, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		warn_sys("unable to create %s", sv->attempt_dir);
+	sv->attemptfd = -1;
+	for (n = 0; ; n++) {
+		if (n == 0)
+			snprintf(name, sizeof(name), "attempt_%u",
+			    sv->restart_count);
+		else
+			snprintf(name, sizeof(name), "attempt_%u.%u",
+			    sv->restart_count, n);
+		pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/%s",
+		    sv->run_dir, name);
+		if (mkdirat(sv->runfd, name, 0755) == 0)
+			break;
+		if (errno != EEXIST || n == UINT_MAX - 1) {
+			warn_sys("unable to create %s", sv->attempt_dir);
+			return -1;
+		}
+	}
+	sv->attemptfd = openat(sv->runfd, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	if (sv->attemptfd == -1) {
+		warn_sys("unable to open %s", sv->attempt_dir);
 		return -1;
 	}
 	for (i = 0; i < sv->nworkers; i++) {
@@ -508,6 +541,7 @@ group_launch(struct supervisor *sv)
 	if (prepare_attempt_dir(sv) == -1)
 		fail_to_start(sv, "no log directory");
 
+	start_env_build(sv);
 	attempt_info(sv, &ai);
 	if (group_lock_reclaim(sv) != 0)
 		warn_msg("processes of an earlier attempt still hold %s/%s",
@@ -522,7 +556,7 @@ group_launch(struct supervisor *sv)
 	for (i = 0; i < n; i++) {
 		struct envbuf env = { 0 };
 
-		if (workerenv_full(&env, &ai, i, sv->environ) == -1)
+		if (workerenv_full(&env, &ai, i, sv->start_env) == -1)
 			die(ESV_EXIT_SYSTEM, "unable to build the environment");
 		r = spawn_worker(sv, &sv->workers[i], env.vars);
 		envbuf_free(&env);
@@ -553,10 +587,11 @@ group_launch(struct supervisor *sv)
 	if (sv->alive < n)
 		snprintf(of, sizeof(of), " of %u", n);
 	info_msg("started %u%s workers (attempt %u, restart %u/%u, ranks "
-	    "%u-%u of %u, master %s:%u)", sv->alive, of, sv->attempt,
-	    sv->restart_count, sv->cfg->max_restarts, ai.ranks.base_rank,
-	    ai.ranks.base_rank + n - 1, ai.ranks.world_size, ai.master_addr,
-	    ai.master_port);
+	    "%u-%u of %u, master %s:%u), logs in %s", sv->alive, of,
+	    sv->attempt, sv->restart_count, sv->cfg->max_restarts,
+	    ai.ranks.base_rank, ai.ranks.base_rank + n - 1,
+	    ai.ranks.world_size, ai.master_addr, ai.master_port,
+	    sv->attempt_dir);
 	if (sv->alive < n) {
 		/* A worker could not start: a failure of the whole group. */
 		group_stop(sv, SIGTERM, STOP_FAILURE);
@@ -590,7 +625,8 @@ group_report_step(struct supervisor *sv, bool yield)
 	if (sv->report_next < sv->nworkers) {
 		wk = &sv->workers[sv->report_next];
 		attempt_info(sv, &ai);
-		if (workerenv_own(&own, &ai, wk->local_rank, sv->environ) == 0)
+		if (workerenv_own(&own, &ai, wk->local_rank,
+		    sv->start_env != NULL ? sv->start_env : sv->environ) == 0)
 			r = report_env(sv, wk, own.vars,
 			    yield ? signal_waiting : NULL);
 		envbuf_free(&own);
@@ -606,6 +642,7 @@ group_report_step(struct supervisor *sv, bool yield)
 		return;
 	report_group(sv);
 	event_broadcast(sv, ESV_EVENT_UP);
+	notify_ready(sv);
 }
 
 /*
@@ -743,6 +780,9 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 	if (why == STOP_FAILURE)
 		warn_msg("worker group failed (%zu worker%s), stopping it",
 		    sv->nfailures, sv->nfailures == 1 ? "" : "s");
+	else
+		info_msg("stopping the worker group (%s) with %s",
+		    reasons[why], sig_name(signo));
 	events_log(sv, "group.stop", json_pack("{ss ss}", "reason",
 	    reasons[why], "signal", sig_name(signo)));
 	set_state(sv, G_STOPPING);
@@ -1021,6 +1061,24 @@ worker_exited(struct supervisor *sv, struct worker *wk, int status)
 	wk->exit_pending = true;
 }
 
+/* One line per worker exit, for the init system's logger. */
+static void
+worker_exit_line(struct supervisor *sv, const struct worker *wk)
+{
+	char how[64];
+
+	if (wk->exitcode < 0)
+		snprintf(how, sizeof(how), "killed by %s",
+		    sig_name(-wk->exitcode));
+	else
+		snprintf(how, sizeof(how), "exited %d", wk->exitcode);
+	info_msg("worker %u (rank %u, pid %d) %s after %.1f s: %s",
+	    wk->local_rank, sv->round.ranks.base_rank + wk->local_rank,
+	    (int)wk->last_pid, how, wk->exited - wk->started,
+	    wk->state == W_SUCCEEDED ? "succeeded" :
+	    wk->state == W_FAILED ? "failed" : "stopped");
+}
+
 void
 flush_exits(struct supervisor *sv)
 {
@@ -1060,6 +1118,7 @@ flush_exits(struct supervisor *sv)
 			json_object_set_new(ev, "error",
 			    json_string(start_error(sv, wk)));
 		events_log(sv, "worker.exit", ev);
+		worker_exit_line(sv, wk);
 		report_worker(sv, wk);
 	}
 	/* Before the pid can be reused: the dead worker's timers go. */

@@ -203,10 +203,16 @@ on_signal(struct watch *w, uint32_t events)
 		for (i = 0; i < sv->cfg->nsignals; i++)
 			if ((int)si.ssi_signo == sv->cfg->signals[i])
 				break;
-		if (i == sv->cfg->nsignals)
+		if (i == sv->cfg->nsignals) {
+			/* Only SIGHUP is watched and not forwarded. */
+			if (si.ssi_signo == SIGHUP)
+				supervisor_reload(sv, "SIGHUP", false);
 			continue;
-		info_msg("received %s: stopping the workers",
-		    sig_name((int)si.ssi_signo));
+		}
+		info_msg("received %s from pid %d (uid %u): stopping the workers",
+		    sig_name((int)si.ssi_signo), (int)si.ssi_pid,
+		    (unsigned)si.ssi_uid);
+		notify_stopping(sv);
 		sv->want_exit = true;
 		if (sv->state == G_RUNNING || sv->state == G_STOPPING) {
 			if (sv->state == G_STOPPING)
@@ -241,6 +247,8 @@ setup_loop(struct supervisor *sv)
 		die(ESV_EXIT_SYSTEM, "unable to create an epoll instance");
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	/* Not forwarded (not in --signals-to-handle): it means reload. */
+	sigaddset(&set, SIGHUP);
 	for (i = 0; i < sv->cfg->nsignals; i++)
 		sigaddset(&set, sv->cfg->signals[i]);
 	sv->sigw = (struct watch){ .fn = on_signal, .ctx = sv };
@@ -313,31 +321,6 @@ setup_rendezvous(struct supervisor *sv)
 		diex(ESV_EXIT_USAGE, "%s", err);
 }
 
-/* torchrun resolves its interpreter once; so do we, and fail early. */
-static void
-resolve_python(struct supervisor *sv)
-{
-	const struct job_config *cfg = sv->cfg;
-	char *path, *dir, *save;
-
-	strlcpy(sv->python, cfg->python, sizeof(sv->python));
-	if (cfg->no_python || strchr(cfg->python, '/') != NULL)
-		return;
-	if ((path = getenv("PATH")) == NULL || (path = strdup(path)) == NULL)
-		return;
-	for (dir = strtok_r(path, ":", &save); dir != NULL;
-	    dir = strtok_r(NULL, ":", &save)) {
-		char cand[PATH_MAX];
-
-		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir,
-		    cfg->python) < sizeof(cand) && access(cand, X_OK) == 0) {
-			strlcpy(sv->python, cand, sizeof(sv->python));
-			break;
-		}
-	}
-	free(path);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -365,11 +348,6 @@ main(int argc, char **argv)
 		warn_msg("setting OMP_NUM_THREADS to 1 for each worker by default "
 		    "so as not to overload the system; tune it for your "
 		    "application");
-	/* esv-run made the directory up: say where it is. */
-	if (cfg.torchrun)
-		info_msg("job directory %s (esv-ctl status %s), logs in %s%s",
-		    cfg.jobdir, cfg.jobdir, cfg.log_dir[0] != '\0' ? cfg.log_dir :
-		    cfg.jobdir, cfg.log_dir[0] != '\0' ? "" : "/" ESV_DEFAULT_LOG_DIR);
 	if (cfg.event_log_handler[0] != '\0' &&
 	    strcmp(cfg.event_log_handler, "null") != 0)
 		info_msg("--event-log-handler %s: ignored: a Python plugin; esv "
@@ -391,6 +369,9 @@ main(int argc, char **argv)
 	sv.st_fd = -1;
 	sv.logfd = sv.runfd = sv.attemptfd = -1;
 	sv.environ = environ;
+	sv.argc = argc;
+	sv.argv = argv;
+	sv.started_wall = wall_now();
 	sv.want = 'u';
 	sv.exit_code = ESV_EXIT_FAILED;
 	sv.backoff = (struct backoff){ .initial_ms = cfg.restart_delay_ms,
@@ -405,6 +386,8 @@ main(int argc, char **argv)
 
 	open_control_dir(&sv, &cfg);
 	setup_loop(&sv);
+	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
+	notify_setup(&sv);
 	hostname_start(&sv);
 	setup_rendezvous(&sv);
 	watchdog_setup(&sv);
@@ -412,6 +395,9 @@ main(int argc, char **argv)
 	guardian_start(&sv);
 	/* Last of the checks: a config error leaves no logs/ behind. */
 	logs_setup(&sv);
+	info_msg("job directory %s (esv-ctl status %s), logs in %s",
+	    cfg.jobdir, cfg.jobdir, sv.run_dir[0] != '\0' ? sv.run_dir :
+	    sv.log_base);
 	events_open(&sv);
 	fd_budget(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",

@@ -168,9 +168,13 @@ open_log(struct supervisor *sv, struct worker *wk, const char *name)
 	char rel[64];
 	int fd;
 
-	/* By the attempt's fd: nobody's symlink is written through. */
+	/*
+	 * By the attempt's fd: nobody's symlink is written through.  The
+	 * directory is new for every start (prepare_attempt_dir): O_EXCL, as
+	 * nothing may be there to truncate.
+	 */
 	snprintf(rel, sizeof(rel), "%u/%s", wk->local_rank, name);
-	fd = openat(sv->attemptfd, rel, O_WRONLY | O_CREAT | O_TRUNC |
+	fd = openat(sv->attemptfd, rel, O_WRONLY | O_CREAT | O_EXCL |
 	    O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd == -1)
 		warn_sys("unable to open %s/%s", sv->attempt_dir, rel);

@@ -111,6 +111,7 @@ report_group(struct supervisor *sv)
 	unsigned i;
 
 	report_runit(sv);
+	notify_status(sv);
 	want = sv->want_exit ? "exit" : sv->want == 'd' ? "down" :
 	    sv->want == 'o' ? "once" : "up";
 	kv_add(&kb, JK(STATE), group_state_name(sv->state));

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "backoff.h"
 #include "config.h"
@@ -156,7 +157,43 @@ struct supervisor {
 	double			 pid_since;	/* runit's record: last start or stop */
 	dev_t			 lock_dev;	/* identity of group.lock */
 	ino_t			 lock_ino;
+
+	/* The command line, read again by a reload (reload.c). */
+	int			 argc;
+	char			**argv;
+	/* The workers' base environment for this start: environ with
+	 * JOBDIR/env/ applied (reload.c), NULL between starts. */
+	char			**start_env;
+	size_t			 start_env_len;
+	double			 started_wall;	/* the supervisor's start */
+
+	/* Readiness (notify.c). */
+	int			 notify_fd;	/* datagram socket, or -1 */
+	struct sockaddr_un	 notify_addr;
+	socklen_t		 notify_addrlen;
+	char			 notify_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	bool			 notify_failed;
+	long long		 notify_watchdog_ms;	/* 0: no WATCHDOG=1 */
+	struct watch		 notify_wdw;
+	int			 s6_notify_fd;	/* -1 once written */
+	bool			 ready;
+	char			 notify_status[256];
 };
+
+/* notify.c: readiness for systemd and s6. */
+void	notify_setup(struct supervisor *sv);
+void	notify_ready(struct supervisor *sv);
+void	notify_status(struct supervisor *sv);
+void	notify_reloading(struct supervisor *sv, bool done);
+void	notify_stopping(struct supervisor *sv);
+
+/* reload.c: what may change between attempts. */
+void	resolve_python(struct supervisor *sv);
+/* Read job.ini again; source says who asked, for the messages. */
+void	supervisor_reload(struct supervisor *sv, const char *source,
+	    bool quiet);
+/* Build sv->start_env for the start that comes (JOBDIR/env/). */
+void	start_env_build(struct supervisor *sv);
 
 /* group.c */
 void	logs_setup(struct supervisor *sv);

@@ -83,6 +83,34 @@ envbuf_set(struct envbuf *eb, const char *name, const char *value)
 	return envbuf_push(eb, entry);
 }
 
+int
+envbuf_unset(struct envbuf *eb, const char *name)
+{
+	size_t i, j, nlen = strlen(name);
+
+	for (i = j = 0; i < eb->len; i++) {
+		if (entry_is(eb->vars[i], name, nlen))
+			free(eb->vars[i]);
+		else
+			eb->vars[j++] = eb->vars[i];
+	}
+	eb->len = j;
+	if (eb->vars != NULL)
+		eb->vars[j] = NULL;
+	return 0;
+}
+
+int
+envbuf_copy(struct envbuf *eb, char **env)
+{
+	char *dup;
+
+	for (; env != NULL && *env != NULL; env++)
+		if ((dup = strdup(*env)) == NULL || envbuf_push(eb, dup) == -1)
+			return -1;
+	return 0;
+}
+
 void
 envbuf_free(struct envbuf *eb)
 {

@@ -44,6 +44,9 @@ int	workerenv_full(struct envbuf *eb, const struct attempt_info *ai,
 	    unsigned local_rank, char **base_env);
 
 int	envbuf_set(struct envbuf *eb, const char *name, const char *value);
+int	envbuf_unset(struct envbuf *eb, const char *name);
+/* Append a copy of every entry of env. */
+int	envbuf_copy(struct envbuf *eb, char **env);
 const char *envbuf_get(const struct envbuf *eb, const char *name);
 void	envbuf_free(struct envbuf *eb);
 

@@ -185,11 +185,12 @@ test_defaults(void **state)
 	    "[${role_name}${local_rank}]:");
 	assert_string_equal(cfg->local_ranks_filter, "");
 	assert_int_equal(cfg->shutdown_timeout_ms, 30000);
-	assert_int_equal(cfg->nsignals, 4);
+	/* SIGHUP is the supervisor's reload; esv-run forwards it (torch). */
+	assert_int_equal(cfg->nsignals, 3);
 	assert_int_equal(cfg->signals[0], SIGTERM);
 	assert_int_equal(cfg->signals[1], SIGINT);
-	assert_int_equal(cfg->signals[2], SIGHUP);
-	assert_int_equal(cfg->signals[3], SIGQUIT);
+	assert_int_equal(cfg->signals[2], SIGQUIT);
+	assert_int_equal(cfg->notification_fd, 0);
 	assert_int_equal(cfg->restart_delay_ms, 0);
 	assert_int_equal(cfg->restart_delay_max_ms, 60000);
 	assert_int_equal(cfg->restart_reset_ms, 60000);
@@ -737,6 +738,71 @@ test_torchrun_style(void **state)
 	    "--nproc-per-node", "7", NULL });
 }
 
+struct kept_log {
+	char	 text[1024];
+};
+
+static void
+kept_cb(void *ctx, const char *key, const char *was, const char *now)
+{
+	struct kept_log *k = ctx;
+	size_t n = strlen(k->text);
+
+	snprintf(k->text + n, sizeof(k->text) - n, "%s:%s>%s;", key, was, now);
+}
+
+/* What a reload takes, keeps and refuses (esv-supervise(8), RELOADING). */
+static void
+test_reload(void **state)
+{
+	struct fixture *f = *state;
+	struct job_config *cfg = &f->cfg;
+	struct kept_log k = { "" };
+	char *argv[] = { "esv-supervise", f->dir, NULL };
+
+	write_ini(f, "[job]\nentrypoint = a.py\nargs = --x 1\n"
+	    "nproc_per_node = 2\nmax_restarts = 1\n[env]\nX = 1\n");
+	assert_int_equal(load(f, "DIR"), 0);
+	/* Nothing changed. */
+	assert_int_equal(config_reload(cfg, 2, argv, NULL, f->err,
+	    sizeof(f->err), kept_cb, &k), 0);
+	assert_string_equal(k.text, "");
+	/* The command and [env] are taken; nproc and max_restarts kept. */
+	write_ini(f, "[job]\nentrypoint = b.py\nargs = --y\nnproc_per_node = 4\n"
+	    "max_restarts = 3\n[env]\nX = 2\nY = 3\n");
+	assert_int_equal(config_reload(cfg, 2, argv, NULL, f->err,
+	    sizeof(f->err), kept_cb, &k), 1);
+	assert_argv(cfg, (const char *[]){ "b.py", "--y", NULL });
+	assert_int_equal(cfg->nextra_env, 2);
+	assert_string_equal(cfg->extra_env[0].value, "2");
+	assert_string_equal(cfg->extra_env[1].name, "Y");
+	assert_int_equal(cfg->nproc_per_node, 2);
+	assert_int_equal(cfg->max_restarts, 1);
+	assert_string_equal(k.text,
+	    "nproc_per_node:2>4;max_restarts:1>3;");
+	/* A broken file: refused with file:line, nothing touched. */
+	write_ini(f, "[job]\nentrypoint = c.py\nnproc_per_node = many\n");
+	assert_int_equal(config_reload(cfg, 2, argv, NULL, f->err,
+	    sizeof(f->err), NULL, NULL), -1);
+	assert_non_null(strstr(err_of(f), "DIR/job.ini:3: nproc_per_node"));
+	assert_argv(cfg, (const char *[]){ "b.py", "--y", NULL });
+	write_ini(f, "[job\n");
+	assert_int_equal(config_reload(cfg, 2, argv, NULL, f->err,
+	    sizeof(f->err), NULL, NULL), -1);
+	assert_non_null(strstr(err_of(f), "DIR/job.ini:1:"));
+	assert_string_equal(cfg->extra_env[1].value, "3");
+}
+
+static void
+test_signals_torchrun(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(load(f, "--torchrun", "t.py"), 0);
+	assert_int_equal(f->cfg.nsignals, 4);
+	assert_int_equal(f->cfg.signals[2], SIGHUP);
+}
+
 static void
 test_args_quoting(void **state)
 {
@@ -1100,6 +1166,9 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_dashdash_replaces_ini,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signals_torchrun, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_torchrun_style, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_args_quoting, setup,

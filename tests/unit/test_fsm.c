@@ -46,6 +46,7 @@ static const struct {
 	{ 'q', "GGGGGGGG", SIGQUIT, STOP_NONE, 0, false },
 	{ '1', "GGGGGGGG", SIGUSR1, STOP_NONE, 0, false },
 	{ '2', "GGGGGGGG", SIGUSR2, STOP_NONE, 0, false },
+	{ 'l', "LLLLLLLL", 0, STOP_NONE, 0, false },
 	{ 'z', "NNNNNNNN", 0, STOP_NONE, 0, false },
 	{ 0, "NNNNNNNN", 0, STOP_NONE, 0, false },
 	{ 0xff, "NNNNNNNN", 0, STOP_NONE, 0, false },
@@ -61,6 +62,7 @@ effect_of(char c)
 	case 'G': return CTL_SIGNAL;
 	case 'D': return CTL_DOWN;
 	case 'X': return CTL_EXIT;
+	case 'L': return CTL_RELOAD;
 	}
 	return CTL_NONE;
 }
