@@ -363,6 +363,7 @@ main(int argc, char **argv)
 		info_msg("--start-method %s: ignored: every worker is exec'd, "
 		    "as torch does for a script", cfg.start_method);
 	sv.cfg = &cfg;
+	notify_claim_fd(&sv);
 	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;
 	sv.wd_fifo_fd = sv.wdw.fd = -1;

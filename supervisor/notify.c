@@ -115,17 +115,25 @@ notify_setup(struct supervisor *sv)
 			die(ESV_EXIT_SYSTEM, "unable to create a timer");
 		timer_arm_ms(sv->notify_wdw.fd, sv->notify_watchdog_ms);
 	}
-	/* s6: the fd must be open, and is ours alone (close-on-exec). */
-	if (sv->cfg->notification_fd != 0) {
-		int fd = (int)sv->cfg->notification_fd;
+}
 
-		if (fcntl(fd, F_GETFD) == -1)
-			diex(ESV_EXIT_USAGE, "--notification-fd %d: not an open "
-			    "file descriptor", fd);
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		sv->s6_notify_fd = fd;
-	} else
-		sv->s6_notify_fd = -1;
+/*
+ * s6: the fd must be open, and is ours alone (close-on-exec).  Checked
+ * before the supervisor opens anything, which could take its number.
+ */
+void
+notify_claim_fd(struct supervisor *sv)
+{
+	int fd = (int)sv->cfg->notification_fd;
+
+	sv->s6_notify_fd = -1;
+	if (fd == 0)
+		return;
+	if (fcntl(fd, F_GETFD) == -1)
+		diex(ESV_EXIT_USAGE, "--notification-fd %d: not an open file "
+		    "descriptor", fd);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	sv->s6_notify_fd = fd;
 }
 
 /* The group runs after its rendezvous: ready, once. */

@@ -181,6 +181,7 @@ struct supervisor {
 };
 
 /* notify.c: readiness for systemd and s6. */
+void	notify_claim_fd(struct supervisor *sv);
 void	notify_setup(struct supervisor *sv);
 void	notify_ready(struct supervisor *sv);
 void	notify_status(struct supervisor *sv);

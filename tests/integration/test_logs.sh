@@ -126,8 +126,10 @@ expect_lines "$J.out" "" out 1 0 3
 assert_no_grep "$J.err" '^err 0 ' "console stderr (rank 0 filtered out)"
 assert_grep "$J.err" '^err 1 0 [0-9]+ 2$' "console stderr"
 
-# ---- 29: a manual restart (t) reuses attempt_0, emptied; a failure
-# restart makes attempt_1.
+# ---- 29: no restart loses a log.  Three manual restarts (t, r, k) each
+# get a directory of their own next to attempt_0 (attempt_0.1, .2, .3),
+# a failure restart makes attempt_1 as torch does; every run's output
+# stays, as written.
 note "29: attempt directories"
 J=$T/att
 W=$T/att.go
@@ -140,21 +142,25 @@ has3()
 wait_for -t 10 eval '[ -d "$T/L29" ] && R=$(run_dir "$T/L29") && has3 "$R/attempt_0/0/stdout.log" 0' ||
     fail "attempt 0 wrote no log: $(cat "$SUP_ERR")"
 R=$(run_dir "$T/L29")
-old=$(awk 'NR == 1 { print $4 }' "$R/attempt_0/0/stdout.log")
-echo marker-of-the-old-attempt >>"$R/attempt_0/0/stdout.log"
 wait_for -t 5 has3 "$R/attempt_0/1/stdout.log" 1 || fail "rank 1 wrote no log"
-timeout 5 bash -c 'printf t >"$1/supervise/control"' _ "$J" || fail "could not write t"
-wait_for -t 10 eval '[ "$(kv "$J/supervise/state" manual_restarts)" = 1 ] &&
-    [ "$(kv "$J/supervise/state" state)" = running ] &&
-    has3 "$R/attempt_0/0/stdout.log" 0 && has3 "$R/attempt_0/1/stdout.log" 1' ||
-    fail "no fresh attempt_0 after t: $(cat "$R/attempt_0/0/stdout.log")"
-assert_no_file "$R/attempt_1"
-assert_no_grep_F "$R/attempt_0/0/stdout.log" marker-of-the-old-attempt "attempt_0 after t"
-assert_no_grep "$R/attempt_0/0/stdout.log" "^out 0 0 $old " "attempt_0 after t"
-expect_lines "$R/attempt_0/0/stdout.log" "" out 0 0 3
-expect_lines "$R/attempt_0/1/stderr.log" "" err 1 0 3
-assert_eq "$(kv "$J/supervise/state" attempt_dir)" "$R/attempt_0" "attempt_dir after t"
-# Rank 0 fails: attempt_1, with restart count 1; attempt_0 is kept.
+n=0
+for letter in t r k; do
+	n=$((n + 1))
+	prev=$(kv "$J/supervise/state" attempt_dir)
+	timeout 5 bash -c 'printf "$2" >"$1/supervise/control"' _ "$J" "$letter" ||
+	    fail "could not write $letter"
+	wait_for -t 10 eval '[ "$(kv "$J/supervise/state" manual_restarts)" = $n ] &&
+	    [ "$(kv "$J/supervise/state" state)" = running ] &&
+	    has3 "$R/attempt_0.$n/0/stdout.log" 0 && has3 "$R/attempt_0.$n/1/stdout.log" 1' ||
+	    fail "no attempt_0.$n after $letter: $(ls "$R"); $(cat "$SUP_ERR")"
+	assert_eq "$(kv "$J/supervise/state" attempt_dir)" "$R/attempt_0.$n" "attempt_dir after $letter"
+	assert_grep_F "$SUP_ERR" "control: '$letter'" "the stderr line of $letter"
+done
+for d in attempt_0 attempt_0.1 attempt_0.2 attempt_0.3; do
+	expect_lines "$R/$d/0/stdout.log" "" out 0 0 3
+	expect_lines "$R/$d/1/stderr.log" "" err 1 0 3
+done
+# Rank 0 fails: attempt_1, with restart count 1; the others are kept.
 echo 1 >"$W.0"
 wait_for -t 10 eval '[ -d "$R/attempt_1/0" ] && has3 "$R/attempt_1/0/stdout.log" 0' ||
     fail "no attempt_1 after a failure: $(ls "$R"); $(cat "$SUP_ERR")"
@@ -166,7 +172,9 @@ wait_for -t 5 has3 "$R/attempt_1/1/stdout.log" 1 || fail "rank 1 of attempt 1 wr
 : >"$W.1"
 wait_sup -t 15
 assert_eq "$?" 0 "exit status"
-assert_eq "$(ls "$R" | tr '\n' ' ')" "attempt_0 attempt_1 " "attempt directories"
+assert_eq "$(ls "$R" | tr '\n' ' ')" "attempt_0 attempt_0.1 attempt_0.2 attempt_0.3 attempt_1 " "attempt directories"
+assert_grep "$SUP_ERR" "exit 0: job succeeded after 5 attempts \\(restarts: 1 after failures, 3 manual, 0 membership\\)" "the last line"
+assert_eq "$(tail -n 1 "$SUP_ERR" | grep -c '^esv-supervise: exit 0: ')" 1 "exit line last"
 
 # ---- Lines are never mixed: 4 workers, 2000 lines of 200 bytes each,
 # every line written in 3 pieces; without and with a prefix.

@@ -7,7 +7,8 @@ esv_setup 170
 . "$ESV_TEST_DIR/rdzv.sh"
 
 start_rdzv
-node a
+# a's output goes to files too (-t 3): a membership restart keeps them.
+node a -t 3
 node b
 wait_recs a 'world=2 ' 1 || fail "a: no round of 2: $(cat "$T/a.err")"
 wait_recs b 'world=2 ' 1 || fail "b: no round of 2: $(cat "$T/b.err")"
@@ -36,6 +37,12 @@ assert_eq "$(kv "$T/a/supervise/state" membership_restarts)" 1 \
     "a: membership restarts"
 ranks=$(for n in a b c; do field "$(last_rec $n)" rank; done | sort | tr '\n' ' ')
 assert_eq "$ranks" "0 1 2 " "ranks of the three nodes"
+# The round of 2's output is still there beside the round of 3's.
+R=$(dirname "$(kv "$T/a/supervise/state" attempt_dir)")
+assert_eq "$(kv "$T/a/supervise/state" attempt_dir)" "$R/attempt_0.1" "a: attempt_dir after the scale up"
+assert_grep "$R/attempt_0/0/stdout.log" '^rz_worker pid=[0-9]+ world=2 ' "a: the first round's log"
+wait_for -t 10 grep -q '^rz_worker pid=[0-9]* world=3 ' "$R/attempt_0.1/0/stdout.log" ||
+    fail "a: the second round's log: $(ls -R "$R")"
 
 note "scale down: kill -9 of c's supervisor"
 t0=$(date +%s%3N)

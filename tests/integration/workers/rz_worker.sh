@@ -14,6 +14,8 @@ echo "node=${RZ_NODE:-?} pid=$$ rank=$RANK local_rank=$LOCAL_RANK" \
     "role_rank=$ROLE_RANK role_world=$ROLE_WORLD_SIZE" \
     "restart=$TORCHELASTIC_RESTART_COUNT master=$MASTER_ADDR:$MASTER_PORT" \
     "agent_store=$TORCHELASTIC_USE_AGENT_STORE" >>"$REC"
+# The same on stdout, for the tests of the log directories.
+echo "rz_worker pid=$$ world=$WORLD_SIZE restart=$TORCHELASTIC_RESTART_COUNT"
 trap 'exit 143' TERM
 if [ -n "${RZ_FAIL_FLAG:-}" ] && [ "$LOCAL_RANK" = 0 ] &&
     rm "$RZ_FAIL_FLAG" 2>/dev/null; then
