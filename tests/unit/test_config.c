@@ -1101,27 +1101,41 @@ test_no_ini_is_fine_and_unreadable_is_not(void **state)
 	assert_int_equal(rmdir(f->ini), 0);
 }
 
-/* The annotated example must stay loadable and show the defaults. */
+/*
+ * The annotated example must stay loadable and set nothing: every key is
+ * commented out, so it needs an entrypoint, and master_addr and
+ * master_port stay unset (a free port on one node, not a pinned 29500).
+ * tests/integration/test_install.sh checks that its defaults are true.
+ */
 static void
 test_example_file(void **state)
 {
 #ifdef ESV_SOURCE_DIR
 	struct job_config *cfg = &((struct fixture *)*state)->cfg;
 	char err[512];
-	char *argv[] = { "esv-supervise", ESV_SOURCE_DIR "/../../etc", NULL };
+	char *bare[] = { "esv-supervise", ESV_SOURCE_DIR "/../../etc", NULL };
+	char *argv[] = { "esv-supervise", ESV_SOURCE_DIR "/../../etc", "--",
+	    "train.py", NULL };
 
-	assert_int_equal(config_load(cfg, 2, argv, NULL, err, sizeof(err)),
+	assert_int_equal(config_load(cfg, 2, bare, NULL, err, sizeof(err)),
+	    -1);
+	assert_non_null(strstr(err, "job.ini: entrypoint: missing"));
+	assert_int_equal(config_load(cfg, 4, argv, NULL, err, sizeof(err)),
 	    0);
-	assert_argv(cfg, (const char *[]){ "train.py", "--epochs", "10",
-	    "--checkpoint", "checkpoints/rank ${local_rank}", NULL });
+	assert_argv(cfg, (const char *[]){ "train.py", NULL });
 	assert_int_equal(cfg->nproc_per_node, 1);
 	assert_string_equal(cfg->master_addr, "127.0.0.1");
-	assert_true(cfg->master_port_set);
+	assert_false(cfg->master_addr_set);
+	assert_int_equal(cfg->master_port, 29500);
+	assert_false(cfg->master_port_set);
+	assert_string_equal(cfg->rdzv_backend, "static");
 	assert_string_equal(cfg->log_line_prefix,
 	    "[${role_name}${local_rank}]:");
-	assert_int_equal(cfg->nsignals, 4);
+	assert_int_equal(cfg->nsignals, 3);
 	assert_int_equal(cfg->shutdown_timeout_ms, 30000);
 	assert_int_equal(cfg->restart_delay_max_ms, 60000);
+	assert_int_equal(cfg->health_port, -1);
+	assert_int_equal(cfg->notification_fd, 0);
 	assert_int_equal(cfg->nextra_env, 0);
 #else
 	(void)state;
