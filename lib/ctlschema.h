@@ -65,7 +65,10 @@ struct ctl_key {
 	X(JK_PGIDS,		"pgids",		CTL_PIDS)	\
 	X(JK_ATTEMPT_DIR,	"attempt_dir",		CTL_PATH)	\
 	X(JK_NEXT_START,	"next_start",		CTL_TIME)	\
-	X(JK_EXIT_CODE,		"exit_code",		CTL_INT)
+	X(JK_EXIT_CODE,		"exit_code",		CTL_INT)	\
+	X(JK_CONTAINMENT,	"containment",		CTL_NAME)	\
+	X(JK_CONTAINMENT_WHY,	"containment_why",	CTL_PATH)	\
+	X(JK_CGROUP,		"cgroup",		CTL_PATH)
 
 #define ESV_WORKER_KEYS(X)						\
 	X(WK_STATE,		"state",		CTL_NAME)	\
@@ -80,7 +83,11 @@ struct ctl_key {
 	X(WK_EXITED,		"exited",		CTL_TIME)	\
 	X(WK_EXIT_CODE,		"exit_code",		CTL_INT)	\
 	X(WK_SIGNAL,		"signal",		CTL_NAME)	\
-	X(WK_ERROR_FILE,	"error_file",		CTL_PATH)
+	X(WK_ERROR_FILE,	"error_file",		CTL_PATH)	\
+	X(WK_CGROUP,		"cgroup",		CTL_PATH)	\
+	X(WK_CPU_USEC,		"cpu_usec",		CTL_INT)	\
+	X(WK_MEMORY_PEAK,	"memory_peak",		CTL_INT)	\
+	X(WK_OOM_KILL,		"oom_kill",		CTL_INT)
 
 /* supervise/store, written by the agent's esv-stored alone. */
 #define ESV_STORE_KEYS(X)						\

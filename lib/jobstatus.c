@@ -509,6 +509,8 @@ print_job_details(FILE *fp, const json_t *job, double now)
 		fprintf(fp, ", restart in %llds", secs);
 	}
 	print_field(fp, job, "exit_code", ", exit ");
+	/* The attempt's log directory: the workers' output, error files. */
+	print_field(fp, job, ctl_job_key(JK_ATTEMPT_DIR), ", logs ");
 	print_field(fp, job, "want", ", want ");
 }
 

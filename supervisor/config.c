@@ -209,6 +209,14 @@ static const struct option_def options[] = {
 	    FIELD(restart_reset_ms), 0, 0, NULL },
 	{ "notification_fd", "notification-fd", 0, NULL, NULL, K_UINT,
 	    FIELD(notification_fd), 3, INT_MAX, NULL },
+	{ "cgroups", "cgroups", 0, "PET_CGROUPS", NULL, K_ONOFF,
+	    FIELD(cgroups), 0, 0, NULL },
+	{ "memory_max", "memory-max", 0, "PET_MEMORY_MAX", NULL, K_STR,
+	    FIELD(memory_max), 0, 0, NULL },
+	{ "cpu_max", "cpu-max", 0, "PET_CPU_MAX", NULL, K_STR,
+	    FIELD(cpu_max), 0, 0, NULL },
+	{ "pids_max", "pids-max", 0, "PET_PIDS_MAX", NULL, K_STR,
+	    FIELD(pids_max), 0, 0, NULL },
 };
 #define NOPTS	NELEM(options)
 
@@ -593,6 +601,8 @@ set_defaults(struct job_config *cfg, bool torchrun)
 	/* Rank 0 racing for a port it was told is free is what the agent
 	 * store removes: on unless the job turns it off. */
 	cfg->agent_store = true;
+	/* Where the kernel offers it, nothing of a worker escapes. */
+	cfg->cgroups = true;
 }
 
 static int
@@ -1569,6 +1579,8 @@ config_usage(FILE *fp)
 "                                   esv-run: SIGTERM,SIGINT,SIGHUP,SIGQUIT);\n"
 "                                   SIGHUP not listed: reload (job.ini)\n"
 "  --notification-fd FD             write a newline to FD once ready (s6)\n"
+"  --cgroups[=false]                a cgroup v2 per worker where possible (on)\n"
+"  --memory-max, --cpu-max, --pids-max VALUE  each worker's cgroup limit\n"
 "  --restart-delay DURATION         first restart delay (0: none)\n"
 "  --restart-delay-max DURATION     longest restart delay (60s)\n"
 "  --restart-reset DURATION         a run this long resets the delay (60s)\n"

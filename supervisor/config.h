@@ -97,6 +97,13 @@ struct job_config {
 	unsigned restart_delay_max_ms;
 	unsigned restart_reset_ms;	/* an attempt this long resets it */
 
+	/* cgroup v2 containment (on where it can be had) and the limits
+	 * written to each worker's cgroup ("" = none). */
+	bool	 cgroups;
+	char	 memory_max[64];
+	char	 cpu_max[64];
+	char	 pids_max[32];
+
 	/* s6's readiness: a newline on this fd once ready; 0: none. */
 	unsigned notification_fd;
 

@@ -123,6 +123,12 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 		group_stop(sv, d.signo, d.why);
 		break;
 	case CTL_SIGNAL:
+		/* Frozen whole, the workers cannot notice a pause. */
+		if (d.paused != -1 && cgroup_freeze(sv, d.paused == 1) == 0) {
+			sv->paused = d.paused;
+			report_group(sv);
+			break;
+		}
 		group_signal(sv, d.signo);
 		if (d.paused != -1) {
 			sv->paused = d.paused;

@@ -34,8 +34,10 @@
 "       esv-ctl signal NAME JOBDIR...\n" \
 "       esv-ctl status [--json] JOBDIR...\n" \
 "       esv-ctl wait up|down|finished [-t secs] JOBDIR...\n" \
-"Exit status: 0 ok, 1 a supervisor is not running, 99 timeout, 100 usage,\n" \
-"102 the supervisor died while waited on, 111 system error.\n"
+"Exit status: 0 ok (wait finished: the job succeeded); 1 a supervisor is not\n" \
+"running, or (wait finished) the job failed; 99 timeout; 100 usage; 102 the\n" \
+"supervisor died while waited on; 111 system error.  Several JOBDIRs: the\n" \
+"highest of their codes.\n"
 
 /* A year: long enough for any wait, small enough for milliseconds. */
 #define MAX_WAIT_SECS	(366.0 * 86400)
@@ -45,7 +47,7 @@ enum cond {
 	COND_NONE,
 	COND_UP,		/* state running */
 	COND_DOWN,		/* no worker, none coming */
-	COND_FINISHED,		/* succeeded or failed */
+	COND_FINISHED,		/* succeeded (0) or failed (1) */
 	COND_RESTARTED,		/* a 'u' event after our command */
 	COND_GONE,		/* the supervisor exited */
 };
@@ -83,6 +85,7 @@ struct job {
 	struct fifodir_listener	 l;
 	int			 dead;	/* ok reported that no reader is left */
 	int			 seen_up;
+	int			 job_failed;	/* COND_FINISHED met: failed */
 	int			 result;	/* an exit code, or PENDING */
 };
 
@@ -170,6 +173,18 @@ job_fail(struct job *j, int code)
 		break;
 	}
 	j->result = code;
+}
+
+/* The wait is met: 0, or 1 for a job that finished without success. */
+static void
+job_met(struct job *j)
+{
+	if (j->job_failed) {
+		info_msg("fail: %s: the job failed", j->dir);
+		j->result = ESV_EXIT_FAILED;
+		return;
+	}
+	j->result = ESV_EXIT_OK;
 }
 
 /*
@@ -262,8 +277,10 @@ job_cond_met(struct job *j, enum cond cond)
 		    streq(state, ESV_GS_FAILED)) && json_array_size(pids) == 0;
 		break;
 	case COND_FINISHED:
+		/* Only "succeeded" is a success; the waiter says which. */
 		met = streq(state, ESV_GS_SUCCEEDED) ||
 		    streq(state, ESV_GS_FAILED);
+		j->job_failed = streq(state, ESV_GS_FAILED);
 		break;
 	default:
 		break;
@@ -281,7 +298,7 @@ job_check(struct job *j, enum cond cond)
 	if ((met = job_cond_met(j, cond)) == -1)
 		j->result = ESV_EXIT_SYSTEM;
 	else if (met)
-		j->result = ESV_EXIT_OK;
+		job_met(j);
 	else if (j->dead)
 		job_fail(j, ESV_EXIT_DIED);
 }
@@ -484,7 +501,7 @@ do_wait(enum cond cond, long long wait_ms, char **dirs, size_t n)
 		if (r == 0) {
 			jobs[i].dead = 1;
 			if (job_cond_met(&jobs[i], cond) == 1)
-				jobs[i].result = ESV_EXIT_OK;
+				job_met(&jobs[i]);
 			else
 				job_fail(&jobs[i], ESV_EXIT_FAILED);
 			continue;

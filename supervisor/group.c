@@ -82,6 +82,7 @@ supervisor_exit(struct supervisor *sv, int code)
 	 * so that its search for lock holders finds nobody, not us.
 	 */
 	group_lock_release(sv);
+	cgroup_cleanup(sv);
 	close(sv->guardianfd);
 	/* The last line: how the job ended, for whoever reads the log. */
 	info_msg("exit %d: job %s after %u attempt%s (restarts: %u after "
@@ -279,6 +280,7 @@ struct spawn_args {
 	char		**av, **envp;
 	int		  out, err;	/* its stdout and stderr, or -1 */
 	int		  lockfd, guardianfd;
+	int		  cgprocs;	/* its cgroup's cgroup.procs, or -1 */
 	const sigset_t	 *sigdef;
 	const struct rlimit *nofile;
 	const char *volatile step;	/* what failed ... */
@@ -303,6 +305,10 @@ worker_child(void *arg)
 	sigset_t none;
 	int sig;
 
+	/* First: nothing of the job may run outside its cgroup. */
+	a->step = "cgroup";
+	if (a->cgprocs != -1 && write(a->cgprocs, "0", 1) != 1)
+		goto fail;
 	a->step = "setsid";
 	if (setsid() == -1)
 		goto fail;
@@ -369,8 +375,18 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	wk->exitcode = 0;
 	wk->exec_errno = 0;
 	wk->spawn_step = NULL;
+	wk->cg = (struct cgstat){ -1, -1, -1, -1, -1, -1 };
+	a.cgprocs = cgroup_worker_prepare(sv, wk);
+	if (sv->cg.on && a.cgprocs == -1) {
+		/* Better no worker than one that could escape. */
+		spawn_failed(sv, wk, "its cgroup", errno);
+		return -1;
+	}
 	if (output_open(sv, wk, fds) == -1) {
-		spawn_failed(sv, wk, "its output", errno);
+		e = errno;
+		if (a.cgprocs != -1)
+			close(a.cgprocs);
+		spawn_failed(sv, wk, "its output", e);
 		return -1;
 	}
 	if ((stack == NULL && (stack = malloc(stack_size)) == NULL) ||
@@ -386,6 +402,8 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	    SIGCHLD, &a);
 	e = errno;
 out:
+	if (a.cgprocs != -1)
+		close(a.cgprocs);
 	for (i = 0; a.av != NULL && a.av[i] != NULL; i++)
 		free(a.av[i]);
 	free(a.av);
@@ -529,6 +547,7 @@ group_launch(struct supervisor *sv)
 			sv->workers[i].out.file = sv->workers[i].err.file = -1;
 			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
 			sv->workers[i].pidfd = -1;
+			sv->workers[i].cgfd = sv->workers[i].cg_wd = -1;
 		}
 		report_setup(sv);
 	}
@@ -739,12 +758,23 @@ finish_cleanup(struct supervisor *sv)
  * with what the stop (or the success) was for.  A stop asked for during
  * the drain (a signal, a control command) is what counts by then.
  */
+static void drain_step(struct supervisor *sv);
+
+/* cgroup.events of a worker changed: maybe the drain is over. */
+void
+group_cgroup_event(struct supervisor *sv)
+{
+	if (sv->draining)
+		drain_step(sv);
+}
+
 static void
 drain_step(struct supervisor *sv)
 {
 	enum stop_reason why;
 
-	if (group_lock_retry(sv) == -1 && mono_ms() < sv->drain_deadline) {
+	if ((group_lock_retry(sv) == -1 || !cgroup_empty(sv)) &&
+	    mono_ms() < sv->drain_deadline) {
 		arm_deadline(sv, DRAIN_STEP_MS);
 		return;
 	}
@@ -769,6 +799,9 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 		[STOP_DOWN] = "down", [STOP_SIGNAL] = "signal",
 		[STOP_EXIT] = "exit", [STOP_MEMBERSHIP] = "membership" };
 
+	/* A frozen group hears nothing: thaw it first. */
+	if (sv->paused)
+		(void)cgroup_freeze(sv, false);
 	group_signal(sv, signo);
 	if (signo != SIGCONT && signo != SIGKILL)
 		group_signal(sv, SIGCONT);	/* a paused group must hear it */
@@ -881,7 +914,9 @@ finish_attempt(struct supervisor *sv)
 	arm_deadline(sv, -1);
 	group_signal(sv, SIGKILL);
 	kill_adopted(sv);
-	if (group_lock_reclaim(sv) == 0) {
+	/* And what left the session and closed its fds: gone by cgroup. */
+	cgroup_kill(sv);
+	if (group_lock_reclaim(sv) == 0 && cgroup_empty(sv)) {
 		finish_cleanup(sv);
 		return true;
 	}
@@ -1028,6 +1063,18 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	    wk->exitcode, sv->attemptfd, sv->attemptfd != -1 ? rel : NULL,
 	    O_NOFOLLOW, path, (time_t)wk->exited) == -1)
 		return;
+	/* A bare SIGKILL says nothing; the memory controller knows more. */
+	if (wk->exitcode == -SIGKILL && wk->cg.oom_kill > 0) {
+		char *msg;
+
+		if (asprintf(&msg, "Signal 9 (SIGKILL) received by PID %d: "
+		    "killed by the OOM killer at %.1f GiB (memory.peak of its "
+		    "cgroup)", (int)wk->last_pid, wk->cg.memory_peak >= 0 ?
+		    (double)wk->cg.memory_peak / (1 << 30) : 0.0) != -1) {
+			free(nf[sv->nfailures].message);
+			nf[sv->nfailures].message = msg;
+		}
+	}
 	/* torch's generic hint would hide the one thing the user needs. */
 	if (wk->exec_errno != 0) {
 		char *msg = strdup(start_error(sv, wk));
@@ -1067,7 +1114,10 @@ worker_exit_line(struct supervisor *sv, const struct worker *wk)
 {
 	char how[64];
 
-	if (wk->exitcode < 0)
+	if (wk->exitcode == -SIGKILL && wk->cg.oom_kill > 0)
+		snprintf(how, sizeof(how), "killed by the OOM killer at %.1f GiB",
+		    (double)wk->cg.memory_peak / (1 << 30));
+	else if (wk->exitcode < 0)
 		snprintf(how, sizeof(how), "killed by %s",
 		    sig_name(-wk->exitcode));
 	else
@@ -1092,6 +1142,7 @@ flush_exits(struct supervisor *sv)
 			continue;
 		wk->exit_pending = false;
 		exits++;
+		cgroup_worker_stats(sv, wk);
 		if (wk->exec_errno != 0)
 			warn_msg("worker %u: %s", wk->local_rank,
 			    start_error(sv, wk));
@@ -1117,6 +1168,16 @@ flush_exits(struct supervisor *sv)
 		if (ev != NULL && wk->exec_errno != 0)
 			json_object_set_new(ev, "error",
 			    json_string(start_error(sv, wk)));
+		if (ev != NULL && wk->cg.cpu_usec >= 0)
+			json_object_set_new(ev, "cpu_usec",
+			    json_integer(wk->cg.cpu_usec));
+		if (ev != NULL && wk->cg.memory_peak >= 0)
+			json_object_set_new(ev, "memory_peak",
+			    json_integer(wk->cg.memory_peak));
+		if (ev != NULL && wk->cg.oom_kill >= 0)
+			json_object_set_new(ev, "oom_kill",
+			    json_boolean(wk->exitcode == -SIGKILL &&
+			    wk->cg.oom_kill > 0));
 		events_log(sv, "worker.exit", ev);
 		worker_exit_line(sv, wk);
 		report_worker(sv, wk);
@@ -1224,6 +1285,7 @@ group_timer(struct supervisor *sv)
 		    sv->cfg->shutdown_timeout_ms, sig_name(sv->stop_signal));
 		sv->kill_phase = 1;
 		group_signal(sv, SIGKILL);
+		cgroup_kill(sv);
 		arm_deadline(sv, KILL_GRACE_MS);
 		return;
 	}

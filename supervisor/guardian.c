@@ -15,6 +15,7 @@
  * (--standalone) serves nobody else: it is told to go too, and killed if
  * it does not.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -55,9 +56,60 @@ on_line(void *ctx, char op, pid_t pg)
 		forget(s, pg);
 }
 
-static void __attribute__((noreturn))
-guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino)
+/* write(2) of a short text to path; errors are the caller's to ignore. */
+static int
+put(const char *path, const char *text)
 {
+	int fd, r;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	r = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+/*
+ * The job's cgroup, once nothing of it runs: leave it for its parent,
+ * then remove it, leaves first.  The supervisor's helpers may take a
+ * moment to go: a few tries.
+ */
+static void
+remove_job_cgroup(const char *job)
+{
+	char path[PATH_MAX + 64], parent[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int tries;
+
+	strlcpy(parent, job, sizeof(parent));
+	if (strrchr(parent, '/') == NULL)
+		return;
+	*strrchr(parent, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/cgroup.procs", parent);
+	if (put(path, "0") == -1)
+		return;
+	snprintf(path, sizeof(path), "%s/workers", job);
+	if ((d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+			    unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == -1)
+				warn_sys("guardian: unable to remove %s/%s",
+				    path, de->d_name);
+		closedir(d);
+	}
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/supervisor", job);
+	for (tries = 0; tries < 100 && rmdir(path) == -1 && errno == EBUSY;
+	    tries++)
+		poll(NULL, 0, 10);
+	rmdir(job);
+}
+
+static void __attribute__((noreturn))
+guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino, const char *cgjob)
+{
+	char cgkill[PATH_MAX + 32];
 	struct sweep s = { .dev = dev, .ino = ino };
 	struct guard_reader gr = { 0 };
 	char buf[4096];
@@ -86,11 +138,19 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino)
 	}
 	if (rdzvfd != -1)
 		pidfd_send_signal(rdzvfd, SIGTERM, NULL, 0);
+	/* Everything in the workers' cgroups, whatever session it made. */
+	if (cgjob[0] != '\0') {
+		snprintf(cgkill, sizeof(cgkill), "%s/workers/cgroup.kill", cgjob);
+		if (put(cgkill, "1") == -1)
+			warn_sys("guardian: unable to write %s", cgkill);
+	}
 	sweep_kill(&s, GUARDIAN_SWEEP_MS);
 	/* A pidfd polls readable once its process is gone. */
 	if (rdzvfd != -1 && poll(&(struct pollfd){ .fd = rdzvfd,
 	    .events = POLLIN }, 1, RDZV_GRACE_MS) == 0)
 		pidfd_send_signal(rdzvfd, SIGKILL, NULL, 0);
+	if (cgjob[0] != '\0')
+		remove_job_cgroup(cgjob);
 	_exit(0);
 }
 
@@ -134,7 +194,7 @@ guardian_start(struct supervisor *sv)
 				_exit(ESV_EXIT_SYSTEM);
 		closefrom(6);
 		guardian_main(3, fds[2] != -1 ? 5 : -1, sv->lock_dev,
-		    sv->lock_ino);
+		    sv->lock_ino, sv->cg.on ? sv->cg.job : "");
 	}
 	if (rdzvfd != -1)
 		close(rdzvfd);

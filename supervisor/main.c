@@ -389,6 +389,10 @@ main(int argc, char **argv)
 	setup_loop(&sv);
 	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
 	notify_setup(&sv);
+	/* Before any child: each belongs to the job's cgroup. */
+	cgroup_setup(&sv);
+	if (cgroup_check_limits(&sv, err, sizeof(err)) == -1)
+		diex(ESV_EXIT_USAGE, "%s", err);
 	hostname_start(&sv);
 	setup_rendezvous(&sv);
 	watchdog_setup(&sv);

@@ -168,6 +168,9 @@ report_group(struct supervisor *sv)
 		kv_addf(&kb, JK(EXIT_CODE), "%d", sv->exit_code);
 	else
 		kv_add(&kb, JK(EXIT_CODE), "");
+	kv_add(&kb, JK(CONTAINMENT), sv->cg.on ? "cgroup2" : "process-groups");
+	kv_add(&kb, JK(CONTAINMENT_WHY), sv->cg.why);
+	kv_add(&kb, JK(CGROUP), sv->cg.on ? sv->cg.job : "");
 	if (kv_write_at(&kb, sv->jobfd, ESV_STATE) == -1)
 		warn_sys("unable to write %s/%s", cfg->jobdir, ESV_STATE);
 
@@ -203,11 +206,21 @@ report_setup(struct supervisor *sv)
 	}
 }
 
+/* A counter of the kernel's, or "" when it has none. */
+static void
+add_count(struct kvbuf *kb, const char *key, long long v)
+{
+	if (v < 0)
+		kv_add(kb, key, "");
+	else
+		kv_addf(kb, key, "%lld", v);
+}
+
 void
 report_worker(struct supervisor *sv, struct worker *wk)
 {
 	struct kvbuf kb = { 0 };
-	char dir[64], path[128], err[PATH_MAX], rel[32];
+	char dir[64], path[128], err[PATH_MAX], rel[32], cgpath[PATH_MAX];
 	bool gone = wk->pid == 0;
 
 	if (worker_dir(wk, dir, sizeof(dir)) == -1)
@@ -242,6 +255,16 @@ report_worker(struct supervisor *sv, struct worker *wk)
 		kv_add(&kb, WK(SIGNAL), "");
 	}
 	kv_add(&kb, WK(ERROR_FILE), err);
+	/*
+	 * A running worker's counters are the kernel's, read live from its
+	 * cgroup by esv-ctl and esv-healthd; the supervisor writes them once,
+	 * at the exit.
+	 */
+	cgroup_worker_path(sv, wk, cgpath, sizeof(cgpath));
+	kv_add(&kb, WK(CGROUP), gone ? "" : cgpath);
+	add_count(&kb, WK(CPU_USEC), gone ? wk->cg.cpu_usec : -1);
+	add_count(&kb, WK(MEMORY_PEAK), gone ? wk->cg.memory_peak : -1);
+	add_count(&kb, WK(OOM_KILL), gone ? wk->cg.oom_kill : -1);
 	pathf(path, sizeof(path), "%s/state", dir);
 	if (kv_write_at(&kb, sv->jobfd, path) == -1)
 		warn_sys("unable to write %s/%s", sv->cfg->jobdir, path);

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 
 #include "backoff.h"
+#include "cgstat.h"
 #include "config.h"
 #include "failure.h"
 #include "fsm.h"
@@ -53,6 +54,19 @@ struct worker {
 	char			*prefix;	/* of tee'd lines, or NULL */
 	size_t			 prefix_len;
 	struct stream		 out, err;
+	int			 cgfd;		/* its cgroup directory, or -1 */
+	int			 cg_wd;		/* inotify watch of cgroup.events */
+	struct cgstat		 cg;		/* read at its exit */
+};
+
+/* cgroup v2 containment (cgroup.c); on false: process groups only. */
+struct cgroups {
+	bool			 on;
+	char			 why[PATH_MAX + 128];	/* what is in use, or why not */
+	char			 job[PATH_MAX];	/* the job's cgroup directory */
+	int			 jobfd, workersfd;
+	bool			 memory, cpu, pids;	/* controllers for workers */
+	struct watch		 inow;		/* inotify of cgroup.events */
 };
 
 struct supervisor {
@@ -167,6 +181,8 @@ struct supervisor {
 	size_t			 start_env_len;
 	double			 started_wall;	/* the supervisor's start */
 
+	struct cgroups		 cg;
+
 	/* Readiness (notify.c). */
 	int			 notify_fd;	/* datagram socket, or -1 */
 	struct sockaddr_un	 notify_addr;
@@ -179,6 +195,20 @@ struct supervisor {
 	bool			 ready;
 	char			 notify_status[256];
 };
+
+/* cgroup.c: containment by cgroup v2 where it can be had. */
+void	cgroup_setup(struct supervisor *sv);
+int	cgroup_check_limits(struct supervisor *sv, char *err, size_t len);
+int	cgroup_worker_prepare(struct supervisor *sv, struct worker *wk);
+void	cgroup_worker_path(struct supervisor *sv, const struct worker *wk,
+	    char *buf, size_t len);
+void	cgroup_worker_stats(struct supervisor *sv, struct worker *wk);
+void	cgroup_kill(struct supervisor *sv);
+bool	cgroup_empty(struct supervisor *sv);
+int	cgroup_freeze(struct supervisor *sv, bool frozen);
+void	cgroup_cleanup(struct supervisor *sv);
+/* group.c: a worker's cgroup.events changed. */
+void	group_cgroup_event(struct supervisor *sv);
 
 /* notify.c: readiness for systemd and s6. */
 void	notify_claim_fd(struct supervisor *sv);

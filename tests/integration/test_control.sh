@@ -76,14 +76,30 @@ pids=$(kv "$J/supervise/state" pids)
 read -r P1 P2 <<<"$pids"
 [ -n "$P2" ] || fail "supervise/state pids: '$pids'"
 
-# p / c through the FIFO: the workers are stopped (T), then run again.
+# p / c through the FIFO: with cgroup containment the workers' cgroup is
+# frozen (the workers are not stopped, and cannot tell), then thawed;
+# without, they are stopped (T), then run again.
 note "p / c"
+CG=$(kv "$J/supervise/state" cgroup)
 put "$J" p					# byte 0
-wait_for -t 3 all_in_state T $pids ||
-    fail "workers not stopped after p: $(for p in $pids; do proc_state "$p"; done)"
+if [ -n "$CG" ]; then
+	wait_for -t 3 grep -qx 'frozen 1' "$CG/workers/cgroup.events" ||
+	    fail "workers not frozen after p: $(cat "$CG/workers/cgroup.events")"
+	for p in $pids; do
+		[ "$(proc_state "$p")" != T ] || fail "worker $p got SIGSTOP under cgroups"
+	done
+else
+	wait_for -t 3 all_in_state T $pids ||
+	    fail "workers not stopped after p: $(for p in $pids; do proc_state "$p"; done)"
+fi
 wait_for -t 3 state_is "$J" paused 1 || fail "paused=1 missing after p"
 put "$J" c					# byte 1
-wait_for -t 3 eval '! all_in_state T $pids' || fail "workers still stopped after c"
+if [ -n "$CG" ]; then
+	wait_for -t 3 grep -qx 'frozen 0' "$CG/workers/cgroup.events" ||
+	    fail "workers still frozen after c"
+else
+	wait_for -t 3 eval '! all_in_state T $pids' || fail "workers still stopped after c"
+fi
 for p in $pids; do
 	case $(proc_state "$p") in
 	S | R) ;;
@@ -163,9 +179,19 @@ wait_for -t 3 grep -qF "byte $pos: unknown command 'z' ignored" "$ERR_A" ||
 # The same through esv-ctl.
 note "esv-ctl pause / cont / signal"
 assert_rc 0 "$CTL" pause "$J"
-wait_for -t 3 all_in_state T $pids || fail "workers not stopped after esv-ctl pause"
+if [ -n "$CG" ]; then
+	wait_for -t 3 grep -qx 'frozen 1' "$CG/workers/cgroup.events" ||
+	    fail "workers not frozen after esv-ctl pause"
+else
+	wait_for -t 3 all_in_state T $pids || fail "workers not stopped after esv-ctl pause"
+fi
 assert_rc 0 "$CTL" cont "$J"
-wait_for -t 3 eval '! all_in_state T $pids' || fail "workers still stopped after esv-ctl cont"
+if [ -n "$CG" ]; then
+	wait_for -t 3 grep -qx 'frozen 0' "$CG/workers/cgroup.events" ||
+	    fail "workers still frozen after esv-ctl cont"
+else
+	wait_for -t 3 eval '! all_in_state T $pids' || fail "workers still stopped after esv-ctl cont"
+fi
 assert_rc 0 "$CTL" signal USR1 "$J"
 assert_rc 0 "$CTL" signal SIGHUP "$J"
 wait_for -t 3 eval '[ "$(nsig "$T/a.rec" $P1 SIGHUP)" -eq 3 ] && [ "$(nsig "$T/a.rec" $P2 SIGHUP)" -eq 3 ]' ||

@@ -1,0 +1,391 @@
+/*
+ * Containment by cgroup v2 (esv-supervise(8), CONTAINMENT).  Where the
+ * supervisor may write to its own cgroup v2 directory (root, or a systemd
+ * unit with Delegate=yes), the job gets
+ *
+ *	BASE/esv.<job>.<pid>/supervisor/	the supervisor and its helpers
+ *	BASE/esv.<job>.<pid>/workers/N/		worker N of the current start
+ *
+ * (processes only in leaves: the "no internal processes" rule).  Each
+ * worker moves itself into its cgroup before it executes anything of the
+ * job, so nothing it starts can begin outside.  A stop ends with
+ * workers/cgroup.kill, and the group is down only when every worker's
+ * cgroup.events says "populated 0" (watched with inotify): a daemon that
+ * left the session and closed its fds is gone too.  Pause freezes
+ * workers/ (cgroup.freeze).  CPU time and, with the memory controller,
+ * memory and OOM kills are read from each worker's cgroup.
+ *
+ * Without a usable hierarchy, or with --cgroups=false, process groups
+ * and group.lock contain the job as before; supervise/state says which
+ * containment is in use and why.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "cgstat.h"
+#include "msg.h"
+#include "supervise.h"
+
+/* The cgroup2 mount and this process's cgroup below it. */
+static int
+find_own_cgroup(char *buf, size_t len, char *why, size_t whylen)
+{
+	char *text, *line, *save, *mnt = NULL, *rel = NULL, *f[12];
+	char mountpoint[PATH_MAX] = "";
+	int n;
+
+	if ((text = read_text("/proc/self/mountinfo", 1 << 20, NULL)) == NULL) {
+		snprintf(why, whylen, "/proc/self/mountinfo: %s",
+		    strerror(errno));
+		return -1;
+	}
+	/* id parent maj:min root mountpoint options ... - fstype source ... */
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *p = line, *dash = strstr(line, " - cgroup2 ");
+
+		if (dash == NULL)
+			continue;
+		for (n = 0; n < 5 && (f[n] = strsep(&p, " ")) != NULL; n++)
+			;
+		if (n == 5 && strcmp(f[3], "/") == 0) {
+			strlcpy(mountpoint, f[4], sizeof(mountpoint));
+			break;
+		}
+	}
+	free(text);
+	if (mountpoint[0] == '\0') {
+		snprintf(why, whylen, "no cgroup2 file system is mounted");
+		return -1;
+	}
+	if ((text = read_text("/proc/self/cgroup", 1 << 16, NULL)) == NULL) {
+		snprintf(why, whylen, "/proc/self/cgroup: %s", strerror(errno));
+		return -1;
+	}
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, "0::", 3) == 0) {
+			rel = line + 3;
+			break;
+		}
+	mnt = mountpoint;
+	if (rel == NULL) {
+		free(text);
+		snprintf(why, whylen, "not in a cgroup v2 hierarchy "
+		    "(/proc/self/cgroup has no 0:: line)");
+		return -1;
+	}
+	n = snprintf(buf, len, "%s%s", mnt, strcmp(rel, "/") == 0 ? "" : rel);
+	free(text);
+	if (n < 0 || (size_t)n >= len) {
+		snprintf(why, whylen, "the cgroup path is too long");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+write_at(int dirfd, const char *name, const char *text)
+{
+	int fd, r;
+
+	if ((fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	r = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+/* "+memory +cpu +pids", those of them that dirfd's cgroup.controllers has. */
+static void
+enable_controllers(int dirfd, bool *memory, bool *cpu, bool *pids)
+{
+	char *have = read_text_at(dirfd, "cgroup.controllers", O_NOFOLLOW,
+	    4096, NULL);
+	static const char *const names[] = { "memory", "cpu", "pids" };
+	bool *on[] = { memory, cpu, pids };
+	char word[32];
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		*on[i] = false;
+		if (have == NULL || strstr(have, names[i]) == NULL)
+			continue;
+		snprintf(word, sizeof(word), "+%s", names[i]);
+		*on[i] = write_at(dirfd, "cgroup.subtree_control", word) == 0;
+	}
+	free(have);
+}
+
+static void
+not_used(struct supervisor *sv, const char *fmt, const char *what, int e)
+{
+	struct cgroups *cg = &sv->cg;
+
+	snprintf(cg->why, sizeof(cg->why), fmt, what, strerror(e));
+	if (cg->workersfd != -1)
+		close(cg->workersfd);
+	if (cg->jobfd != -1)
+		close(cg->jobfd);
+	cg->workersfd = cg->jobfd = -1;
+	cg->on = false;
+}
+
+static void on_inotify(struct watch *w, uint32_t events);
+
+void
+cgroup_setup(struct supervisor *sv)
+{
+	struct cgroups *cg = &sv->cg;
+	char base[PATH_MAX], name[NAME_MAX + 1], procs[PATH_MAX];
+	const char *jd = sv->cfg->jobdir, *b;
+	bool dummy;
+	size_t i;
+	int basefd, supfd;
+
+	cg->on = false;
+	cg->jobfd = cg->workersfd = -1;
+	cg->inow.fd = -1;
+	if (!sv->cfg->cgroups) {
+		strlcpy(cg->why, "off (--cgroups=false)", sizeof(cg->why));
+		return;
+	}
+	if (find_own_cgroup(base, sizeof(base), cg->why, sizeof(cg->why)) == -1)
+		return;
+	/* esv.<the JOBDIR's name>.<pid>: whose it is, at a glance. */
+	b = strrchr(jd, '/') != NULL && strrchr(jd, '/')[1] != '\0' ?
+	    strrchr(jd, '/') + 1 : jd;
+	snprintf(name, sizeof(name), "esv.%.*s.%d", 200, b, (int)getpid());
+	for (i = 4; name[i] != '\0'; i++)
+		if (name[i] == '/' || name[i] == ' ' || name[i] == '\n')
+			name[i] = '_';
+	if ((basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		not_used(sv, "%s: %s", base, errno);
+		return;
+	}
+	if (mkdirat(basefd, name, 0755) == -1) {
+		not_used(sv, "no writable cgroup v2 here: mkdir %s: %s", base,
+		    errno);
+		close(basefd);
+		return;
+	}
+	pathf(cg->job, sizeof(cg->job), "%s/%s", base, name);
+	cg->jobfd = openat(basefd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->jobfd == -1 || mkdirat(cg->jobfd, "supervisor", 0755) == -1 ||
+	    (supfd = openat(cg->jobfd, "supervisor", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		not_used(sv, "%s: %s", cg->job, errno);
+		unlinkat(basefd, name, AT_REMOVEDIR);
+		close(basefd);
+		return;
+	}
+	if (write_at(supfd, "cgroup.procs", "0") == -1) {
+		pathf(procs, sizeof(procs), "%s/supervisor/cgroup.procs",
+		    cg->job);
+		not_used(sv, "unable to move into %s: %s", procs, errno);
+		close(supfd);
+		unlinkat(cg->jobfd, "supervisor", AT_REMOVEDIR);
+		unlinkat(basefd, name, AT_REMOVEDIR);
+		close(basefd);
+		return;
+	}
+	close(supfd);
+	/*
+	 * The base may lend us its controllers now that we left it (a
+	 * delegated unit's cgroup holds nobody else); failing that, we do
+	 * without: accounting of CPU time needs none.
+	 */
+	enable_controllers(basefd, &dummy, &dummy, &dummy);
+	close(basefd);
+	if (mkdirat(cg->jobfd, "workers", 0755) == -1 ||
+	    (cg->workersfd = openat(cg->jobfd, "workers", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) == -1) {
+		not_used(sv, "%s/workers: %s", cg->job, errno);
+		return;
+	}
+	enable_controllers(cg->jobfd, &dummy, &dummy, &dummy);
+	enable_controllers(cg->workersfd, &cg->memory, &cg->cpu, &cg->pids);
+	cg->inow = (struct watch){ .fn = on_inotify, .ctx = sv };
+	if ((cg->inow.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
+	    loop_add(&sv->loop, &cg->inow, EPOLLIN) == -1)
+		die(ESV_EXIT_SYSTEM, "unable to watch the workers' cgroups");
+	cg->on = true;
+	snprintf(cg->why, sizeof(cg->why), "cgroup v2 at %s (controllers:%s%s%s%s)",
+	    cg->job, cg->memory ? " memory" : "", cg->cpu ? " cpu" : "",
+	    cg->pids ? " pids" : "", !cg->memory && !cg->cpu && !cg->pids ?
+	    " none" : "");
+}
+
+/* The limits job.ini asks for need their controllers. */
+int
+cgroup_check_limits(struct supervisor *sv, char *err, size_t len)
+{
+	const struct job_config *cfg = sv->cfg;
+	struct cgroups *cg = &sv->cg;
+	const char *key = NULL;
+
+	if (cfg->memory_max[0] != '\0' && !cg->memory)
+		key = "memory_max";
+	else if (cfg->cpu_max[0] != '\0' && !cg->cpu)
+		key = "cpu_max";
+	else if (cfg->pids_max[0] != '\0' && !cg->pids)
+		key = "pids_max";
+	if (key == NULL)
+		return 0;
+	if (!cg->on)
+		snprintf(err, len, "%s: needs cgroup containment, which is not "
+		    "in use: %s", key, cg->why);
+	else
+		snprintf(err, len, "%s: its controller is not enabled for %s "
+		    "(cgroup v2 here has%s%s%s%s)", key, cg->job,
+		    cg->memory ? " memory" : "", cg->cpu ? " cpu" : "",
+		    cg->pids ? " pids" : "", !cg->memory && !cg->cpu &&
+		    !cg->pids ? " no controller" : "");
+	return -1;
+}
+
+/*
+ * A fresh cgroup for worker wk (its counters start at 0): returns the fd
+ * of its cgroup.procs for the child to move itself with, or -1.
+ */
+int
+cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
+{
+	struct cgroups *cg = &sv->cg;
+	const struct job_config *cfg = sv->cfg;
+	char name[16], path[PATH_MAX];
+	int fd;
+
+	if (!cg->on)
+		return -1;
+	snprintf(name, sizeof(name), "%u", wk->local_rank);
+	if (wk->cgfd != -1)
+		close(wk->cgfd);
+	wk->cgfd = -1;
+	if (wk->cg_wd >= 0)
+		inotify_rm_watch(cg->inow.fd, wk->cg_wd);
+	wk->cg_wd = -1;
+	/* Empty once the last start is over; if not, it keeps its name. */
+	if (unlinkat(cg->workersfd, name, AT_REMOVEDIR) == -1 &&
+	    errno != ENOENT)
+		warn_sys("unable to remove the cgroup %s/workers/%s", cg->job,
+		    name);
+	if ((mkdirat(cg->workersfd, name, 0755) == -1 && errno != EEXIST) ||
+	    (wk->cgfd = openat(cg->workersfd, name, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		warn_sys("unable to create the cgroup %s/workers/%s", cg->job,
+		    name);
+		return -1;
+	}
+	if ((cfg->memory_max[0] != '\0' &&
+	    write_at(wk->cgfd, "memory.max", cfg->memory_max) == -1) ||
+	    (cfg->cpu_max[0] != '\0' &&
+	    write_at(wk->cgfd, "cpu.max", cfg->cpu_max) == -1) ||
+	    (cfg->pids_max[0] != '\0' &&
+	    write_at(wk->cgfd, "pids.max", cfg->pids_max) == -1))
+		warn_sys("worker %u: unable to set its limits in %s/workers/%s",
+		    wk->local_rank, cg->job, name);
+	pathf(path, sizeof(path), "%s/workers/%s/cgroup.events", cg->job, name);
+	wk->cg_wd = inotify_add_watch(cg->inow.fd, path, IN_MODIFY);
+	if ((fd = openat(wk->cgfd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) == -1)
+		warn_sys("unable to open %s/workers/%s/cgroup.procs", cg->job,
+		    name);
+	return fd;
+}
+
+void
+cgroup_worker_path(struct supervisor *sv, const struct worker *wk, char *buf,
+    size_t len)
+{
+	if (!sv->cg.on || wk->cgfd == -1)
+		buf[0] = '\0';
+	else
+		pathf(buf, len, "%s/workers/%u", sv->cg.job, wk->local_rank);
+}
+
+/* What the kernel counted for wk, read once it has exited. */
+void
+cgroup_worker_stats(struct supervisor *sv, struct worker *wk)
+{
+	if (!sv->cg.on || wk->cgfd == -1) {
+		wk->cg = (struct cgstat){ -1, -1, -1, -1, -1, -1 };
+		return;
+	}
+	cgstat_read(wk->cgfd, &wk->cg);
+}
+
+/* Everything in every worker's cgroup, at once, whatever its session. */
+void
+cgroup_kill(struct supervisor *sv)
+{
+	if (sv->cg.on && write_at(sv->cg.workersfd, "cgroup.kill", "1") == -1)
+		warn_sys("unable to write %s/workers/cgroup.kill", sv->cg.job);
+}
+
+/* True when no worker's cgroup holds a process. */
+bool
+cgroup_empty(struct supervisor *sv)
+{
+	struct cgstat st;
+	unsigned i;
+
+	if (!sv->cg.on)
+		return true;
+	for (i = 0; i < sv->nworkers; i++) {
+		if (sv->workers[i].cgfd == -1)
+			continue;
+		cgstat_read(sv->workers[i].cgfd, &st);
+		if (st.populated == 1)
+			return false;
+	}
+	return true;
+}
+
+int
+cgroup_freeze(struct supervisor *sv, bool frozen)
+{
+	if (!sv->cg.on)
+		return -1;
+	if (write_at(sv->cg.workersfd, "cgroup.freeze", frozen ? "1" : "0") ==
+	    -1) {
+		warn_sys("unable to write %s/workers/cgroup.freeze", sv->cg.job);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+on_inotify(struct watch *w, uint32_t events)
+{
+	struct supervisor *sv = w->ctx;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	(void)events;
+	/* What changed does not matter: the drain reads cgroup.events. */
+	while (read(w->fd, buf, sizeof(buf)) > 0)
+		;
+	group_cgroup_event(sv);
+}
+
+/* At exit: the workers' cgroups are empty; the guardian removes the rest. */
+void
+cgroup_cleanup(struct supervisor *sv)
+{
+	char name[16];
+	unsigned i;
+
+	if (!sv->cg.on)
+		return;
+	for (i = 0; i < sv->nworkers; i++) {
+		snprintf(name, sizeof(name), "%u", sv->workers[i].local_rank);
+		unlinkat(sv->cg.workersfd, name, AT_REMOVEDIR);
+	}
+}
