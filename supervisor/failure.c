@@ -251,6 +251,25 @@ failure_init_at(struct worker_failure *f, unsigned local_rank, unsigned rank,
 	return rc;
 }
 
+int
+failure_note_oom(struct worker_failure *f, long long oom_kill,
+    long long memory_peak)
+{
+	char *msg, peak[64] = "";
+
+	if (f->exitcode != -SIGKILL || oom_kill <= 0)
+		return 0;
+	if (memory_peak >= 0)
+		snprintf(peak, sizeof(peak), " at %.1f GiB (memory.peak of its "
+		    "cgroup)", (double)memory_peak / (1 << 30));
+	if (asprintf(&msg, "Signal 9 (SIGKILL) received by PID %ld: killed "
+	    "by the OOM killer%s", (long)f->pid, peak) == -1)
+		return -1;
+	free(f->message);
+	f->message = msg;
+	return 1;
+}
+
 void
 failure_free(struct worker_failure *f)
 {

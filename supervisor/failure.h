@@ -39,6 +39,16 @@ int	failure_init_at(struct worker_failure *f, unsigned local_rank,
 	    int flags, const char *error_path, time_t now);
 void	failure_free(struct worker_failure *f);
 
+/*
+ * The worker's cgroup says the OOM killer took oom_kill processes of it
+ * (memory.events) and memory_peak bytes was its high mark (-1 unknown):
+ * if it died by SIGKILL, its message says so instead of torch's bare
+ * "Signal 9".  Returns 1 if the message changed, 0 if not, -1 on
+ * allocation failure.
+ */
+int	failure_note_oom(struct worker_failure *f, long long oom_kill,
+	    long long memory_peak);
+
 /* Index of the root cause: the smallest timestamp, first on ties. */
 size_t	failure_root_cause(const struct worker_failure *fs, size_t n);
 

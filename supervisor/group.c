@@ -1064,17 +1064,8 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	    O_NOFOLLOW, path, (time_t)wk->exited) == -1)
 		return;
 	/* A bare SIGKILL says nothing; the memory controller knows more. */
-	if (wk->exitcode == -SIGKILL && wk->cg.oom_kill > 0) {
-		char *msg;
-
-		if (asprintf(&msg, "Signal 9 (SIGKILL) received by PID %d: "
-		    "killed by the OOM killer at %.1f GiB (memory.peak of its "
-		    "cgroup)", (int)wk->last_pid, wk->cg.memory_peak >= 0 ?
-		    (double)wk->cg.memory_peak / (1 << 30) : 0.0) != -1) {
-			free(nf[sv->nfailures].message);
-			nf[sv->nfailures].message = msg;
-		}
-	}
+	(void)failure_note_oom(&nf[sv->nfailures], wk->cg.oom_kill,
+	    wk->cg.memory_peak);
 	/* torch's generic hint would hide the one thing the user needs. */
 	if (wk->exec_errno != 0) {
 		char *msg = strdup(start_error(sv, wk));
