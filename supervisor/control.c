@@ -19,6 +19,7 @@
 #include "ctldir.h"
 #include "fifodir.h"
 #include "msg.h"
+#include "ratelim.h"
 #include "supervise.h"
 
 static int
@@ -87,16 +88,21 @@ letter_name(unsigned char c)
 static void
 command(struct supervisor *sv, unsigned char c, unsigned n)
 {
+	static struct ratelim said = { .what = "lines of control commands" };
 	struct ctl_decision d;
 	char times[32] = "";
 
 	events_log(sv, "control", json_pack("{ss# si}", "command",
 	    (const char *)&c, (size_t)1, "count", (int)n));
-	/* The FIFO does not say who wrote: its name is the source. */
+	/*
+	 * The FIFO does not say who wrote: its name is the source.  A flood
+	 * gets ten lines a second; events.jsonl has every command.
+	 */
 	if (n > 1)
 		snprintf(times, sizeof(times), " (%u times)", n);
-	info_msg("control: '%c' %s%s, from %s/%s", c, letter_name(c), times,
-	    sv->cfg->jobdir, ESV_CONTROL);
+	if (ratelim_allow(&said))
+		info_msg("control: '%c' %s%s, from %s/%s", c, letter_name(c),
+		    times, sv->cfg->jobdir, ESV_CONTROL);
 
 	d = fsm_control(sv->state, c);
 	/* A start the operator asks for takes what job.ini says now. */
@@ -123,10 +129,17 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 		group_stop(sv, d.signo, d.why);
 		break;
 	case CTL_SIGNAL:
-		/* Frozen whole, the workers cannot notice a pause. */
-		if (d.paused != -1 && cgroup_freeze(sv, d.paused == 1) == 0) {
-			sv->paused = d.paused;
-			report_group(sv);
+		/*
+		 * Frozen whole, the workers cannot notice a pause.  Only a
+		 * running group: one being stopped must hear its signal,
+		 * and a group to come starts thawed.
+		 */
+		if (d.paused != -1 && sv->cg.on) {
+			if (sv->state == G_RUNNING &&
+			    cgroup_freeze(sv, d.paused == 1) == 0) {
+				sv->paused = d.paused;
+				report_group(sv);
+			}
 			break;
 		}
 		group_signal(sv, d.signo);
