@@ -14,6 +14,7 @@
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "ctlschema.h"
+#include "cgstat.h"
 #include "jobstatus.h"
 #include "utf8.h"
 #include "wdchan.h"
@@ -281,6 +282,33 @@ worker_ranks(const char *jobdir, int **ranks, size_t *n)
 	return 0;
 }
 
+static void
+set_count(json_t *w, const char *key, long long v)
+{
+	if (v >= 0)
+		json_object_set_new(w, key, json_integer(v));
+}
+
+/*
+ * A running worker's counters are the kernel's: read them from the
+ * cgroup its state names (the supervisor writes them only at the exit).
+ * memory_current exists only so, while it runs.
+ */
+static void
+live_counters(json_t *w)
+{
+	const char *cg = json_string_value(json_object_get(w,
+	    ctl_worker_key(WK_CGROUP)));
+	struct cgstat st;
+
+	if (cg == NULL || cg[0] != '/' || cgstat_read_path(cg, &st) == -1)
+		return;
+	set_count(w, ctl_worker_key(WK_CPU_USEC), st.cpu_usec);
+	set_count(w, ctl_worker_key(WK_MEMORY_PEAK), st.memory_peak);
+	set_count(w, ctl_worker_key(WK_OOM_KILL), st.oom_kill);
+	set_count(w, "memory_current", st.memory_current);
+}
+
 static json_t *
 load_workers(const char *jobdir, json_t *errors)
 {
@@ -306,6 +334,7 @@ load_workers(const char *jobdir, json_t *errors)
 			json_decref(w);
 			goto fail;
 		}
+		live_counters(w);
 		if (json_array_append_new(a, w) == -1)
 			goto fail;
 	}
@@ -570,6 +599,10 @@ jobstatus_print_job(FILE *fp, const json_t *st, double now)
 			    (long long)json_integer_value(v));
 	}
 	fputc('\n', fp);
+	/* How its processes are held, and why so: a line of its own. */
+	v = json_object_get(job, ctl_job_key(JK_CONTAINMENT_WHY));
+	if (up && json_is_string(v))
+		fprintf(fp, "  containment: %s\n", json_string_value(v));
 	print_errors(fp, st);
 }
 
@@ -578,6 +611,7 @@ print_worker(FILE *fp, const json_t *w, double now)
 {
 	char b1[64], b2[64];
 	const char *lr, *state;
+	const json_t *v;
 	long long secs;
 
 	lr = field(w, ctl_worker_key(WK_LOCAL_RANK), b1, sizeof(b1));
@@ -594,6 +628,18 @@ print_worker(FILE *fp, const json_t *w, double now)
 		print_field(fp, w, "exit_code", ", exit ");
 		print_field(fp, w, "signal", ", signal ");
 	}
+	v = json_object_get(w, ctl_worker_key(WK_CPU_USEC));
+	if (json_is_integer(v))
+		fprintf(fp, ", cpu %.1f s", json_integer_value(v) / 1e6);
+	v = json_object_get(w, "memory_current");
+	if (!json_is_integer(v))
+		v = json_object_get(w, ctl_worker_key(WK_MEMORY_PEAK));
+	if (json_is_integer(v))
+		fprintf(fp, ", memory %.1f MiB", json_integer_value(v) /
+		    1048576.0);
+	v = json_object_get(w, ctl_worker_key(WK_OOM_KILL));
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		fprintf(fp, ", OOM-killed");
 	fputc('\n', fp);
 }
 
