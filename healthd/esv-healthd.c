@@ -180,6 +180,22 @@ run(void)
 	}
 }
 
+/*
+ * The supervisor made the socketpair: its pid is the one whose state file
+ * counts (view.c), not a previous run's.  0 if unknown.
+ */
+static pid_t
+supervisor_pid(int supfd)
+{
+	struct ucred cr;
+	socklen_t sl = sizeof(cr);
+
+	if (supfd == -1 || getsockopt(supfd, SOL_SOCKET, SO_PEERCRED, &cr,
+	    &sl) == -1)
+		return 0;
+	return cr.pid;
+}
+
 static int
 fd_arg(const char *arg)
 {
@@ -247,6 +263,7 @@ main(int argc, char *argv[])
 	}
 	view_init(&g.v, &g.lp, argv[optind], timeout_ms / 1000.0);
 	g.v.status_paths = paths;
+	g.v.supervisor_pid = supervisor_pid(supfd);
 	setup(listen, supfd, verbose);
 	run();
 	http_stop(g.http);

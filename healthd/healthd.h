@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -22,7 +23,14 @@
 struct view {
 	const char	*jobdir;
 	double		 timeout;	/* seconds without progress: unhealthy */
-	double		 started;	/* wall: progress before any report */
+	/*
+	 * Wall time of the progress before the watchdog's first report: our
+	 * own start, or, when we saw the job start, its group's first start.
+	 */
+	double		 started;
+	bool		 saw_starting;	/* we saw the group not run yet */
+	bool		 group_ran;	/* it has run under this supervisor */
+	pid_t		 supervisor_pid;	/* --supervisor-fd's peer, or 0 */
 	bool		 supervisor_gone;	/* our parent's fd hung up */
 	bool		 status_paths;	/* --status-paths: keep them in /status */
 	char		 wd_sock[108];	/* the watchdog's socket, or "" */
@@ -47,7 +55,11 @@ struct view {
 	char		 wdq_buf[512];
 };
 
-enum health { HEALTHY, UNHEALTHY };
+/*
+ * /healthz: 200 HEALTHY; 503 STARTING (this supervisor has not run its
+ * worker group yet: the rendezvous, a job started down) or UNHEALTHY.
+ */
+enum health { HEALTHY, STARTING, UNHEALTHY };
 
 void		view_init(struct view *v, struct loop *lp, const char *jobdir,
 		    double timeout);
@@ -72,6 +84,6 @@ void		http_stop(struct http *h);
 
 /* metrics.c */
 char		*metrics_render(const json_t *st, const struct wd_status *wd,
-		    bool healthy, double since_progress, size_t *len);
+		    enum health health, double since_progress, size_t *len);
 
 #endif

@@ -113,8 +113,8 @@ states(FILE *f, const char *name, const char *help,
 }
 
 char *
-metrics_render(const json_t *st, const struct wd_status *wd, bool healthy,
-    double since_progress, size_t *len)
+metrics_render(const json_t *st, const struct wd_status *wd,
+    enum health health, double since_progress, size_t *len)
 {
 	const json_t *job = json_object_get(st, "job");
 	const char *sup = json_string_value(json_object_get(st, "supervisor"));
@@ -132,7 +132,10 @@ metrics_render(const json_t *st, const struct wd_status *wd, bool healthy,
 	fprintf(f, "esv_supervisor_up %d\n",
 	    sup != NULL && strcmp(sup, ESV_SUPERVISOR_RUNNING) == 0);
 	head(f, "esv_healthy", "gauge", "1 while /healthz answers 200.");
-	fprintf(f, "esv_healthy %d\n", healthy);
+	fprintf(f, "esv_healthy %d\n", health == HEALTHY);
+	head(f, "esv_starting", "gauge", "1 while /healthz answers 503 "
+	    "starting: the worker group has not run yet.");
+	fprintf(f, "esv_starting %d\n", health == STARTING);
 	states(f, "esv_group_state", "The worker group's state (1: current).",
 	    ctl_group_states, NULL, json_string_value(json_object_get(job,
 	    ctl_job_key(JK_STATE))));

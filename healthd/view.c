@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,8 @@ hide_paths(json_t *st)
 		del_paths(w, ctl_worker_keys, WK_COUNT);
 }
 
+static bool	group_has_run(const struct view *v);
+
 static void
 refresh(struct view *v)
 {
@@ -90,6 +93,7 @@ refresh(struct view *v)
 	json_decref(v->st);
 	forget_bodies(v);
 	v->wd_sock[0] = '\0';
+	v->group_ran = false;
 	if ((v->st = jobstatus_load_files(v->jobdir)) == NULL) {
 		if (ratelim_allow(&v->warnrl))
 			warn_sys("%s: unable to read the job's state",
@@ -101,6 +105,15 @@ refresh(struct view *v)
 	    strlcpy(v->wd_sock, sock, sizeof(v->wd_sock)) >=
 	    sizeof(v->wd_sock))
 		v->wd_sock[0] = '\0';
+	/*
+	 * Until the group runs, nothing is expected to progress; once it
+	 * does, its start is the progress the watchdog's clock starts from
+	 * (torch starts its watchdog with the workers; ours runs earlier).
+	 */
+	if (!(v->group_ran = group_has_run(v))) {
+		v->started = wall_now();
+		v->saw_starting = true;
+	}
 	if (!v->status_paths)
 		hide_paths(v->st);
 }
@@ -121,6 +134,42 @@ job_state(const struct view *v)
 	    json_object_get(v->st, "job"), ctl_job_key(JK_STATE)));
 
 	return s != NULL ? s : "";
+}
+
+/*
+ * Was supervise/state written by the supervisor that serves the job now?
+ * A JOBDIR used again keeps the last run's file until the new supervisor
+ * writes its own.  Its pid: our --supervisor-fd's peer, or, run on our
+ * own, any live process of that pid (the old one is gone: one supervisor
+ * per JOBDIR at a time).
+ */
+static bool
+state_is_current(const struct view *v)
+{
+	json_t *p = json_object_get(json_object_get(v->st, "job"),
+	    ctl_job_key(JK_SUPERVISOR_PID));
+	json_int_t pid;
+
+	if (!json_is_integer(p) || (pid = json_integer_value(p)) <= 0 ||
+	    pid > INT_MAX)
+		return false;
+	if (v->supervisor_pid > 0)
+		return pid == v->supervisor_pid;
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/*
+ * Has the worker group run under this supervisor?  Its attempt counts
+ * the group's starts, made once the rendezvous round is complete.
+ */
+static bool
+group_has_run(const struct view *v)
+{
+	json_t *a = json_object_get(json_object_get(v->st, "job"),
+	    ctl_job_key(JK_ATTEMPT));
+
+	return json_is_integer(a) && json_integer_value(a) >= 1 &&
+	    state_is_current(v);
 }
 
 /* ---- the watchdog's last progress ---- */
@@ -214,14 +263,19 @@ view_tick(struct view *v, long long now)
 
 /*
  * torch's rule: the watchdog's last request when it runs, otherwise the
- * supervisor being alive is the progress.
+ * supervisor being alive is the progress.  The group's first start, when
+ * we saw it, counts as one: the watchdog's own start came before the
+ * rendezvous, which may take longer than the timeout.
  */
 static double
 last_progress(const struct view *v, double now)
 {
 	if (v->wd_sock[0] == '\0')
 		return now;
-	return v->have_wd ? v->wd.last_progress : v->started;
+	if (!v->have_wd ||
+	    (v->saw_starting && v->started > v->wd.last_progress))
+		return v->started;
+	return v->wd.last_progress;
 }
 
 static enum health
@@ -237,6 +291,17 @@ judge(struct view *v, double now, double *since, char *reason, size_t len)
 	if (!supervisor_up(v)) {
 		snprintf(reason, len, "unhealthy: no supervisor is running");
 		return UNHEALTHY;
+	}
+	/* Nothing to judge before the group runs: not ready, not stuck. */
+	if (!v->group_ran) {
+		*since = 0;
+		if (state_is_current(v))
+			snprintf(reason, len, "starting: the worker group has "
+			    "not run yet (state %s)", job_state(v));
+		else
+			snprintf(reason, len, "starting: the supervisor has "
+			    "written no state yet");
+		return STARTING;
 	}
 	/* The workers are done and wait for the other nodes: not stuck. */
 	if (strcmp(job_state(v), ESV_GS_FINISHING) == 0) {
@@ -294,7 +359,7 @@ view_metrics(struct view *v, size_t *len)
 		free(v->metrics);
 		h = judge(v, wall_now(), &since, reason, sizeof(reason));
 		v->metrics = metrics_render(v->st, v->have_wd ? &v->wd : NULL,
-		    h == HEALTHY, since, &v->metrics_len);
+		    h, since, &v->metrics_len);
 		v->metrics_ms = now;
 		if (v->metrics == NULL)
 			return NULL;

@@ -98,8 +98,17 @@ printf 'state=running\nattem' >"$B/supervise/state"
 assert_rc 1 "$CTL" status "$B"
 expect_in out "^  bad file: supervise/state: line 2: truncated: no newline at the end$"
 
-# wait: a finished job needs no supervisor; other targets fail with 1.
-assert_rc 0 "$CTL" wait finished "$J"
+# wait: a finished job needs no supervisor, and finished says how it
+# ended: 1 for a failed one, 0 for one that succeeded; other targets fail
+# with 1.
+assert_rc 1 "$CTL" wait finished "$J"
+expect_in err "fail: $J: the job failed"
+sed 's/^state=failed/state=succeeded/; s/^exit_code=1/exit_code=0/' \
+    "$J/supervise/state" >"$T/ok.state"
+mkdir -p "$T/ok/supervise"
+mv "$T/ok.state" "$T/ok/supervise/state"
+assert_rc 0 "$CTL" wait finished "$T/ok"
+assert_rc 1 "$CTL" wait finished "$T/ok" "$J"
 assert_rc 1 "$CTL" wait up -t 5 "$J"
 expect_in err "supervisor not running"
 

@@ -77,10 +77,11 @@ test_values(void **state)
 	    "\"attempt\": 4, \"world_size\": 8, \"worker_failures_exit\": 5, "
 	    "\"worker_failures_spawn\": 1, \"events_lost\": 7}, \"workers\": "
 	    "[{\"state\": \"running\"}, {\"state\": \"failed\"}], \"errors\": []}");
-	assert_non_null(m = metrics_render(st, NULL, true, 0.25, &len));
+	assert_non_null(m = metrics_render(st, NULL, HEALTHY, 0.25, &len));
 	assert_int_equal(strlen(m), len);
 	assert_true(check_and_get(m, "esv_supervisor_up") == 1);
 	assert_true(check_and_get(m, "esv_healthy") == 1);
+	assert_true(check_and_get(m, "esv_starting") == 0);
 	assert_true(check_and_get(m, "esv_restarts_total") == 2);
 	assert_true(check_and_get(m, "esv_group_starts_total") == 4);
 	assert_true(check_and_get(m, "esv_events_lost_total") == 7);
@@ -109,8 +110,10 @@ test_garbage(void **state)
 	(void)state;
 	st = status("{\"supervisor\": \"not running\", \"job\": null, "
 	    "\"workers\": [], \"errors\": []}");
-	assert_non_null(m = metrics_render(st, NULL, false, 1e300, &len));
+	assert_non_null(m = metrics_render(st, NULL, UNHEALTHY, 1e300, &len));
 	assert_true(check_and_get(m, "esv_supervisor_up") == 0);
+	assert_true(check_and_get(m, "esv_healthy") == 0);
+	assert_true(check_and_get(m, "esv_starting") == 0);
 	assert_true(check_and_get(m, "esv_restarts_total") == 0);
 	free(m);
 	json_decref(st);
@@ -118,7 +121,9 @@ test_garbage(void **state)
 	    "\"x\\ny 1\", \"restart_count\": \"1e999\", \"attempt\": "
 	    "\"\\u00e9\"}, \"workers\": [{\"state\": \"}{\"}], \"errors\": "
 	    "[\"supervise/state: empty\"]}");
-	assert_non_null(m = metrics_render(st, NULL, false, 3, &len));
+	assert_non_null(m = metrics_render(st, NULL, STARTING, 3, &len));
+	assert_true(check_and_get(m, "esv_healthy") == 0);
+	assert_true(check_and_get(m, "esv_starting") == 1);
 	assert_true(check_and_get(m, "esv_restarts_total") == 0);
 	assert_null(strstr(m, "x\ny"));
 	assert_null(strstr(m, "}{"));

@@ -78,6 +78,20 @@ teardown(void **state)
 	return remove_tree(jobdir);
 }
 
+/*
+ * supervise/state as the supervisor serving the job writes it once its
+ * group has run: its pid (ours, alive), attempt 1, then text.
+ */
+static void
+put_state(const char *text)
+{
+	char buf[PATH_MAX + 256];
+
+	snprintf(buf, sizeof(buf), "supervisor_pid=%d\nattempt=1\n%s",
+	    (int)getpid(), text);
+	put(ESV_STATE, buf);
+}
+
 /* Read the files again now, not after the view's 100 ms. */
 static void
 reload(struct view *v)
@@ -111,7 +125,7 @@ test_running_without_timers(void **state)
 
 	(void)state;
 	supervisor_up();
-	put(ESV_STATE, "state=running\nattempt_dir=/secret/logs/1\n"
+	put_state("state=running\nattempt_dir=/secret/logs/1\n"
 	    "watchdog_socket=\n");
 	view_init(&v, &lp, jobdir, 60);
 	/* No timers: the supervisor being alive is the progress. */
@@ -171,7 +185,7 @@ watchdog_answer(int lfd, double last_progress)
 static void
 test_watchdog_progress(void **state)
 {
-	char path[PATH_MAX], text[PATH_MAX + 64], why[128];
+	char path[PATH_MAX], text[PATH_MAX + 128], why[128];
 	struct view v;
 	int lfd;
 
@@ -180,7 +194,7 @@ test_watchdog_progress(void **state)
 	lfd = watchdog_listen(path, sizeof(path));
 	snprintf(text, sizeof(text), "state=running\nwatchdog_socket=%s\n",
 	    path);
-	put(ESV_STATE, text);
+	put_state(text);
 	view_init(&v, &lp, jobdir, 60);
 
 	/* The last timer request was 100 s ago: stuck. */
@@ -194,7 +208,7 @@ test_watchdog_progress(void **state)
 	/* In the exit barrier, nobody makes progress: not stuck. */
 	snprintf(text, sizeof(text), "state=finishing\nwatchdog_socket=%s\n",
 	    path);
-	put(ESV_STATE, text);
+	put_state(text);
 	reload(&v);
 	assert_int_equal(view_health(&v, why, sizeof(why)), HEALTHY);
 	assert_string_equal(why, "ok: exit barrier");
@@ -202,7 +216,7 @@ test_watchdog_progress(void **state)
 	/* A fresh request: healthy again. */
 	snprintf(text, sizeof(text), "state=running\nwatchdog_socket=%s\n",
 	    path);
-	put(ESV_STATE, text);
+	put_state(text);
 	reload(&v);
 	view_tick(&v, mono_ms() + 1000);
 	watchdog_answer(lfd, wall_now() - 1);
@@ -228,7 +242,7 @@ test_watchdog_silent(void **state)
 	lfd = watchdog_listen(path, sizeof(path));
 	snprintf(text, sizeof(text), "state=running\nwatchdog_socket=%s\n",
 	    path);
-	put(ESV_STATE, text);
+	put_state(text);
 	view_init(&v, &lp, jobdir, 60);
 	now = mono_ms();
 	view_tick(&v, now);
@@ -248,6 +262,125 @@ test_watchdog_silent(void **state)
 	json_decref(v.st);
 }
 
+/* /metrics agrees with /healthz. */
+static void
+assert_gauges(struct view *v, int healthy, int starting)
+{
+	char want[64];
+	const char *m;
+	size_t len;
+
+	assert_non_null(m = view_metrics(v, &len));
+	snprintf(want, sizeof(want), "\nesv_healthy %d\n", healthy);
+	assert_non_null(strstr(m, want));
+	snprintf(want, sizeof(want), "\nesv_starting %d\n", starting);
+	assert_non_null(strstr(m, want));
+}
+
+/*
+ * Until the group of the supervisor serving the job runs: 503 starting,
+ * whether its state is not written yet, a previous run's, or its own
+ * before the first attempt.
+ */
+static void
+test_starting(void **state)
+{
+	char text[128], why[128];
+	struct view v;
+
+	(void)state;
+	supervisor_up();
+	view_init(&v, &lp, jobdir, 60);
+	assert_int_equal(view_health(&v, why, sizeof(why)), STARTING);
+	assert_string_equal(why, "starting: the supervisor has written no "
+	    "state yet");
+	assert_gauges(&v, 0, 1);
+
+	/* A previous run's file: its supervisor (that pid) is gone. */
+	put(ESV_STATE, "state=succeeded\nattempt=3\nsupervisor_pid=2147483647\n");
+	reload(&v);
+	assert_int_equal(view_health(&v, why, sizeof(why)), STARTING);
+	assert_string_equal(why, "starting: the supervisor has written no "
+	    "state yet");
+
+	/* Its own, in the rendezvous. */
+	snprintf(text, sizeof(text), "state=joining\nattempt=0\n"
+	    "supervisor_pid=%d\n", (int)getpid());
+	put(ESV_STATE, text);
+	reload(&v);
+	assert_int_equal(view_health(&v, why, sizeof(why)), STARTING);
+	assert_string_equal(why, "starting: the worker group has not run yet "
+	    "(state joining)");
+
+	/* Run, but by another supervisor than our --supervisor-fd's. */
+	put_state("state=running\n");
+	v.supervisor_pid = getpid() + 1;
+	reload(&v);
+	assert_int_equal(view_health(&v, why, sizeof(why)), STARTING);
+
+	/* Run by ours: today's rules, and the gauges say so. */
+	v.supervisor_pid = getpid();
+	reload(&v);
+	assert_int_equal(view_health(&v, why, sizeof(why)), HEALTHY);
+	assert_string_equal(why, "ok: last progress 0.0 s ago");
+	assert_gauges(&v, 1, 0);
+
+	/* Later states need no running group: still started. */
+	put_state("state=backoff\n");
+	reload(&v);
+	assert_int_equal(view_health(&v, why, sizeof(why)), HEALTHY);
+	free(v.status);
+	free(v.metrics);
+	json_decref(v.st);
+}
+
+/*
+ * The watchdog starts before the rendezvous: its start is older than the
+ * timeout when a long round completes.  The group's first start, seen
+ * by the view, is the progress then.
+ */
+static void
+test_first_start_is_progress(void **state)
+{
+	char path[PATH_MAX], text[PATH_MAX + 128], why[128];
+	struct view v;
+	int lfd;
+
+	(void)state;
+	supervisor_up();
+	lfd = watchdog_listen(path, sizeof(path));
+	snprintf(text, sizeof(text), "state=joining\nattempt=0\n"
+	    "supervisor_pid=%d\nwatchdog_socket=%s\n", (int)getpid(), path);
+	put(ESV_STATE, text);
+	view_init(&v, &lp, jobdir, 60);
+	view_tick(&v, mono_ms());
+	watchdog_answer(lfd, wall_now() - 100);
+	while (v.wdq.fd != -1)
+		assert_true(loop_once(&lp, 1000) >= 0);
+	assert_int_equal(view_health(&v, why, sizeof(why)), STARTING);
+
+	snprintf(text, sizeof(text), "state=running\nwatchdog_socket=%s\n",
+	    path);
+	put_state(text);
+	reload(&v);
+	assert_int_equal(view_health(&v, why, sizeof(why)), HEALTHY);
+	assert_string_equal(why, "ok: last progress 0.0 s ago");
+
+	/* A view that did not see the start keeps the watchdog's word. */
+	json_decref(v.st);
+	free(v.metrics);
+	view_init(&v, &lp, jobdir, 60);
+	view_tick(&v, mono_ms());
+	watchdog_answer(lfd, wall_now() - 100);
+	while (v.wdq.fd != -1)
+		assert_true(loop_once(&lp, 1000) >= 0);
+	assert_int_equal(view_health(&v, why, sizeof(why)), UNHEALTHY);
+	assert_non_null(strstr(why, "unhealthy: no progress for 100."));
+	close(lfd);
+	free(v.metrics);
+	json_decref(v.st);
+}
+
 int
 main(void)
 {
@@ -260,6 +393,10 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_watchdog_silent, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_starting, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_first_start_is_progress,
+		    setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
