@@ -112,6 +112,31 @@ states(FILE *f, const char *name, const char *help,
 	}
 }
 
+/*
+ * One sample per worker that has the counter (under cgroup containment:
+ * read live from its cgroup while it runs, kept from its exit after).
+ */
+static void
+per_worker(FILE *f, const json_t *workers, const char *name,
+    const char *type, const char *help, const char *key, double scale)
+{
+	const json_t *w, *v, *lr, *rk;
+	size_t i;
+
+	head(f, name, type, help);
+	json_array_foreach(workers, i, w) {
+		v = json_object_get(w, key);
+		lr = json_object_get(w, ctl_worker_key(WK_LOCAL_RANK));
+		rk = json_object_get(w, ctl_worker_key(WK_RANK));
+		if (!json_is_integer(v) || !json_is_integer(lr))
+			continue;
+		fprintf(f, "%s{local_rank=\"%lld\",rank=\"%lld\"} %.6g\n", name,
+		    (long long)json_integer_value(lr), json_is_integer(rk) ?
+		    (long long)json_integer_value(rk) : -1LL,
+		    (double)json_integer_value(v) * scale);
+	}
+}
+
 char *
 metrics_render(const json_t *st, const struct wd_status *wd,
     enum health health, double since_progress, size_t *len)
@@ -141,6 +166,21 @@ metrics_render(const json_t *st, const struct wd_status *wd,
 	    ctl_job_key(JK_STATE))));
 	states(f, "esv_workers", "Workers of this node by state.",
 	    ctl_worker_states, json_object_get(st, "workers"), NULL);
+	per_worker(f, json_object_get(st, "workers"),
+	    "esv_worker_cpu_seconds_total", "counter", "CPU time of everything "
+	    "in the worker's cgroup (cgroup containment only).",
+	    ctl_worker_key(WK_CPU_USEC), 1e-6);
+	per_worker(f, json_object_get(st, "workers"), "esv_worker_memory_bytes",
+	    "gauge", "Memory of the running worker's cgroup (memory.current; "
+	    "with the memory controller).", "memory_current", 1);
+	per_worker(f, json_object_get(st, "workers"),
+	    "esv_worker_memory_peak_bytes", "gauge", "The worker cgroup's "
+	    "memory.peak (with the memory controller).",
+	    ctl_worker_key(WK_MEMORY_PEAK), 1);
+	per_worker(f, json_object_get(st, "workers"),
+	    "esv_worker_oom_kills_total", "counter", "Processes of the "
+	    "worker's cgroup the OOM killer took (memory.events).",
+	    ctl_worker_key(WK_OOM_KILL), 1);
 	head(f, "esv_worker_failures_total", "counter",
 	    "Workers that failed, by how: exit (a non-zero exit status), "
 	    "signal (killed by a signal), exec (could not be started).");

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,82 @@ not_used(struct supervisor *sv, const char *fmt, const char *what, int e)
 
 static void on_inotify(struct watch *w, uint32_t events);
 
+/* Remove a job's cgroup tree, leaves first; what is busy stays. */
+static void
+remove_cgroup_tree(int basefd, const char *name)
+{
+	int jfd, wfd;
+	struct dirent *de;
+	DIR *d;
+
+	if ((jfd = openat(basefd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1)
+		return;
+	if ((wfd = openat(jfd, "workers", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1 && (d = fdopendir(wfd)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (de->d_type == DT_DIR && de->d_name[0] != '.')
+				unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		closedir(d);
+	} else if (wfd != -1)
+		close(wfd);
+	unlinkat(jfd, "workers", AT_REMOVEDIR);
+	unlinkat(jfd, "supervisor", AT_REMOVEDIR);
+	close(jfd);
+	unlinkat(basefd, name, AT_REMOVEDIR);
+}
+
+/*
+ * What earlier supervisors whose guardian could not finish left in BASE:
+ * esv.NAME.PID of a PID that is gone.  Only empty cgroups can be removed,
+ * so nothing that still runs is touched.
+ */
+static void
+remove_stale(int basefd)
+{
+	struct dirent *de;
+	const char *dot;
+	char *end;
+	long pid;
+	DIR *d;
+	int fd;
+
+	if ((fd = dup(basefd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "esv.", 4) != 0 ||
+		    (dot = strrchr(de->d_name, '.')) == de->d_name + 3)
+			continue;
+		pid = strtol(dot + 1, &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		remove_cgroup_tree(basefd, de->d_name);
+	}
+	closedir(d);
+}
+
+/* Our base and name, for the exit handler. */
+static int exit_basefd = -1;
+static char exit_name[NAME_MAX + 1];
+
+/*
+ * At any exit, also one before the guardian runs (a configuration
+ * error): leave the job's cgroup and remove what can be.  The guardian
+ * removes the rest once the helpers are gone.
+ */
+static void
+cgroup_atexit(void)
+{
+	if (exit_basefd == -1)
+		return;
+	if (write_at(exit_basefd, "cgroup.procs", "0") == 0)
+		remove_cgroup_tree(exit_basefd, exit_name);
+}
+
 void
 cgroup_setup(struct supervisor *sv)
 {
@@ -171,6 +248,7 @@ cgroup_setup(struct supervisor *sv)
 		not_used(sv, "%s: %s", base, errno);
 		return;
 	}
+	remove_stale(basefd);
 	if (mkdirat(basefd, name, 0755) == -1) {
 		not_used(sv, "no writable cgroup v2 here: mkdir %s: %s", base,
 		    errno);
@@ -204,7 +282,9 @@ cgroup_setup(struct supervisor *sv)
 	 * without: accounting of CPU time needs none.
 	 */
 	enable_controllers(basefd, &dummy, &dummy, &dummy);
-	close(basefd);
+	exit_basefd = basefd;
+	strlcpy(exit_name, name, sizeof(exit_name));
+	atexit(cgroup_atexit);
 	if (mkdirat(cg->jobfd, "workers", 0755) == -1 ||
 	    (cg->workersfd = openat(cg->jobfd, "workers", O_RDONLY |
 	    O_DIRECTORY | O_CLOEXEC)) == -1) {

@@ -26,6 +26,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 
+#include "cgstat.h"
 #include "guardproto.h"
 #include "msg.h"
 #include "supervise.h"
@@ -86,6 +87,15 @@ remove_job_cgroup(const char *job)
 	if (strrchr(parent, '/') == NULL)
 		return;
 	*strrchr(parent, '/') = '\0';
+	/* cgroup.kill is asynchronous: wait for the last exit (5 s at most). */
+	snprintf(path, sizeof(path), "%s/workers", job);
+	for (tries = 0; tries < 500; tries++) {
+		struct cgstat st;
+
+		if (cgstat_read_path(path, &st) == -1 || st.populated != 1)
+			break;
+		poll(NULL, 0, 10);
+	}
 	snprintf(path, sizeof(path), "%s/cgroup.procs", parent);
 	if (put(path, "0") == -1)
 		return;
