@@ -10,7 +10,9 @@
 #   BENCH_REPS           repetitions per measurement, median reported (5)
 #   BENCH_SIZES          worker counts for launch and memory ("4 64 256")
 #   BENCH_RESTART_SIZES  worker counts for restart and reaction ("4 64 256")
-#   BENCH_TOOLS          subset of "floor spawnfloor esv torchrun"
+#   BENCH_TOOLS          subset of "floor spawnfloor esv esv-nocg torchrun"
+#                        (esv-nocg: esv with --cgroups=false; "esv esv-nocg"
+#                        prints what cgroup containment costs)
 #   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
@@ -57,10 +59,10 @@ KEEP = os.environ.get("BENCH_KEEP", "") != ""
 FLOORS = ("floor", "spawnfloor")
 TIMEOUT = 90.0
 
-if "esv" in TOOLS and not os.access(ESV, os.X_OK):
+if ("esv" in TOOLS or "esv-nocg" in TOOLS) and not os.access(ESV, os.X_OK):
     print(f"note: {ESV} not found or not executable: esv not measured "
           "(set ESV_BIN_DIR)", file=sys.stderr)
-    TOOLS = [t for t in TOOLS if t != "esv"]
+    TOOLS = [t for t in TOOLS if t not in ("esv", "esv-nocg")]
 run_seq = 0
 
 from benchlib import children, fstype, loadavg, read_stamps  # noqa: E402
@@ -79,10 +81,11 @@ def command(tool, n, rundir, mode):
         return [FLOOR] + again + [str(n), WORKER]
     if tool == "spawnfloor":
         return [FLOOR, "--spawn"] + again + [str(n), WORKER]
-    if tool == "esv":
+    if tool in ("esv", "esv-nocg"):
+        cg = ["--cgroups=false"] if tool == "esv-nocg" else []
         return [ESV, "--nproc-per-node", str(n), "--no-python",
-                "--max-restarts", "1", os.path.join(rundir, "job"), "--",
-                WORKER]
+                "--max-restarts", "1"] + cg + [os.path.join(rundir, "job"),
+                "--", WORKER]
     # 1.13's argparse only knows the underscore spellings.
     return [PYTHON, SHIM, "--nproc_per_node", str(n), "--no_python",
             "--monitor_interval", "0.1", "--max_restarts", "1",
@@ -338,6 +341,30 @@ def table(launch, fail):
     return "\n".join(out)
 
 
+def cgroup_table(launch, fail):
+    """esv with cgroup containment against esv without, same run."""
+    get = lambda d, t, n, k: med(d.get((t, n), []), k)
+    rows = []
+    for what, d, key, sizes in (("launch, ms", launch, "launch", SIZES),
+                                ("restart, ms", fail, "restart", RSIZES),
+                                ("exit to first SIGTERM, ms", fail, "act",
+                                 RSIZES),
+                                ("exit to last SIGTERM, ms", fail, "act_all",
+                                 RSIZES)):
+        for n in sizes:
+            on, off = get(d, "esv", n, key), get(d, "esv-nocg", n, key)
+            cost = None if on is None or not off else on / off - 1
+            rows.append((what, n, fmt(on, prec=3), fmt(off, prec=3),
+                         "n/a" if cost is None else f"{cost * 100:+.1f} %",
+                         verdict(None if cost is None else cost <= 0.10)))
+    head = ("measure", "N", "esv, cgroups", "esv --cgroups=false", "cost",
+            "within 10 %")
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
 def raw(launch, fail):
     out = []
     for (t, n), rs in sorted(launch.items()):
@@ -374,6 +401,9 @@ print(f"load average (1, 5, 15 min) before: {load_before}, after: "
       f"{loadavg()}; job dirs on {fstype(os.path.realpath(WORK))} "
       f"({WORK})\n")
 print(table(launch, fail))
+if "esv" in TOOLS and "esv-nocg" in TOOLS:
+    print("\ncgroup containment (esv) against none (esv --cgroups=false):")
+    print(cgroup_table(launch, fail))
 print("\nper-run values:")
 print(raw(launch, fail))
 for n in notes:

@@ -83,10 +83,14 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 # /status leaves the paths out (esv-healthd --status-paths keeps them).
 del b["jobdir"]
-for k in ("attempt_dir", "watchdog_socket"):
+for k in ("attempt_dir", "watchdog_socket", "containment_why", "cgroup"):
     del b["job"][k]
 for w in b["workers"]:
-    del w["error_file"]
+    del w["error_file"], w["cgroup"]
+# A running worker's CPU time and memory are read live: not the same twice.
+for w in a["workers"] + b["workers"]:
+    for k in ("cpu_usec", "memory_current", "memory_peak"):
+        w.pop(k, None)
 if a != b:
     for k in sorted(set(a) | set(b)):
         if a.get(k) != b.get(k):
