@@ -293,10 +293,16 @@ cgroup_setup(struct supervisor *sv)
 	}
 	enable_controllers(cg->jobfd, &dummy, &dummy, &dummy);
 	enable_controllers(cg->workersfd, &cg->memory, &cg->cpu, &cg->pids);
+	/*
+	 * workers/cgroup.events says "populated 1" while any worker's cgroup
+	 * holds a process: one file to watch and to read, whatever N.
+	 */
 	cg->inow = (struct watch){ .fn = on_inotify, .ctx = sv };
+	pathf(procs, sizeof(procs), "%s/workers/cgroup.events", cg->job);
 	if ((cg->inow.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
+	    inotify_add_watch(cg->inow.fd, procs, IN_MODIFY) == -1 ||
 	    loop_add(&sv->loop, &cg->inow, EPOLLIN) == -1)
-		die(ESV_EXIT_SYSTEM, "unable to watch the workers' cgroups");
+		die(ESV_EXIT_SYSTEM, "unable to watch %s", procs);
 	cg->on = true;
 	snprintf(cg->why, sizeof(cg->why), "cgroup v2 at %s (controllers:%s%s%s%s)",
 	    cg->job, cg->memory ? " memory" : "", cg->cpu ? " cpu" : "",
@@ -341,7 +347,7 @@ cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
 {
 	struct cgroups *cg = &sv->cg;
 	const struct job_config *cfg = sv->cfg;
-	char name[16], path[PATH_MAX];
+	char name[16];
 	int fd;
 
 	if (!cg->on)
@@ -350,9 +356,6 @@ cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
 	if (wk->cgfd != -1)
 		close(wk->cgfd);
 	wk->cgfd = -1;
-	if (wk->cg_wd >= 0)
-		inotify_rm_watch(cg->inow.fd, wk->cg_wd);
-	wk->cg_wd = -1;
 	/* Empty once the last start is over; if not, it keeps its name. */
 	if (unlinkat(cg->workersfd, name, AT_REMOVEDIR) == -1 &&
 	    errno != ENOENT)
@@ -373,8 +376,6 @@ cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
 	    write_at(wk->cgfd, "pids.max", cfg->pids_max) == -1))
 		warn_sys("worker %u: unable to set its limits in %s/workers/%s",
 		    wk->local_rank, cg->job, name);
-	pathf(path, sizeof(path), "%s/workers/%s/cgroup.events", cg->job, name);
-	wk->cg_wd = inotify_add_watch(cg->inow.fd, path, IN_MODIFY);
 	if ((fd = openat(wk->cgfd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) == -1)
 		warn_sys("unable to open %s/workers/%s/cgroup.procs", cg->job,
 		    name);
@@ -414,19 +415,17 @@ cgroup_kill(struct supervisor *sv)
 bool
 cgroup_empty(struct supervisor *sv)
 {
-	struct cgstat st;
-	unsigned i;
+	char *text;
+	long long populated;
 
 	if (!sv->cg.on)
 		return true;
-	for (i = 0; i < sv->nworkers; i++) {
-		if (sv->workers[i].cgfd == -1)
-			continue;
-		cgstat_read(sv->workers[i].cgfd, &st);
-		if (st.populated == 1)
-			return false;
-	}
-	return true;
+	if ((text = read_text_at(sv->cg.workersfd, "cgroup.events",
+	    O_NOFOLLOW, 4096, NULL)) == NULL)
+		return true;
+	populated = cgstat_keyed(text, "populated");
+	free(text);
+	return populated != 1;
 }
 
 int

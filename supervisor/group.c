@@ -547,7 +547,7 @@ group_launch(struct supervisor *sv)
 			sv->workers[i].out.file = sv->workers[i].err.file = -1;
 			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
 			sv->workers[i].pidfd = -1;
-			sv->workers[i].cgfd = sv->workers[i].cg_wd = -1;
+			sv->workers[i].cgfd = -1;
 		}
 		report_setup(sv);
 	}

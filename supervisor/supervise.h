@@ -55,7 +55,6 @@ struct worker {
 	size_t			 prefix_len;
 	struct stream		 out, err;
 	int			 cgfd;		/* its cgroup directory, or -1 */
-	int			 cg_wd;		/* inotify watch of cgroup.events */
 	struct cgstat		 cg;		/* read at its exit */
 };
 
@@ -66,7 +65,7 @@ struct cgroups {
 	char			 job[PATH_MAX];	/* the job's cgroup directory */
 	int			 jobfd, workersfd;
 	bool			 memory, cpu, pids;	/* controllers for workers */
-	struct watch		 inow;		/* inotify of cgroup.events */
+	struct watch		 inow;		/* inotify of workers/cgroup.events */
 };
 
 struct supervisor {
