@@ -30,7 +30,7 @@
 
 #define USAGE \
 "usage: esv-ctl [-w secs] up|down|restart|exit JOBDIR...\n" \
-"       esv-ctl once|term|kill|pause|cont JOBDIR...\n" \
+"       esv-ctl once|term|kill|pause|cont|reload JOBDIR...\n" \
 "       esv-ctl signal NAME JOBDIR...\n" \
 "       esv-ctl status [--json] JOBDIR...\n" \
 "       esv-ctl wait up|down|finished [-t secs] JOBDIR...\n" \
@@ -65,6 +65,7 @@ static const struct action {
 	{ "kill", 'k', COND_NONE },
 	{ "pause", 'p', COND_NONE },
 	{ "cont", 'c', COND_NONE },
+	{ "reload", 'l', COND_NONE },
 	{ "exit", 'x', COND_GONE },
 };
 

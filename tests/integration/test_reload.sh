@@ -57,7 +57,7 @@ assert_no_file "$J/workers/0/env/B"
 
 note "a broken job.ini: refused with file:line, the job runs on"
 printf '[job]\nentrypoint = bash\nnproc_per_node = lots\n' >"$J/job.ini"
-printf l >"$J/supervise/control"
+assert_rc 0 "$CTL" reload "$J"
 wait_for -t 10 grep -q "reload (esv-ctl reload): $J/job.ini:3: nproc_per_node" "$SUP_ERR" ||
     fail "no refusal with file:line: $(cat "$SUP_ERR")"
 assert_grep "$SUP_ERR" 'the running configuration is kept' "the refusal"
