@@ -205,9 +205,10 @@ done
 note "esv-ctl status"
 assert_rc 0 "$CTL" status "$J"
 assert_grep "$T/out" "^$J: running \\(pid $SUP_A\\) [0-9]+s, attempt 1, restarts 0/3,.* want up, agent store 127\.0\.0\.1:[0-9]+( \([0-9]+ keys\))?$" "status line"
-assert_grep "$T/out" "^  worker 0: running, rank 0, pid $P1, [0-9]+s$" "worker 0 line"
-assert_grep "$T/out" "^  worker 1: running, rank 1, pid $P2, [0-9]+s$" "worker 1 line"
-[ "$(wc -l <"$T/out")" -eq 3 ] || fail "status: wanted 3 lines: $(cat "$T/out")"
+assert_grep "$T/out" "^  worker 0: running, rank 0, pid $P1, [0-9]+s(, cpu [0-9.]+ s)?(, memory [0-9.]+ MiB)?$" "worker 0 line"
+assert_grep "$T/out" "^  worker 1: running, rank 1, pid $P2, [0-9]+s(, cpu [0-9.]+ s)?(, memory [0-9.]+ MiB)?$" "worker 1 line"
+assert_grep "$T/out" "^  containment: (cgroup v2 at /.*|off \\(--cgroups=false\\)|.*)$" "containment line"
+[ "$(wc -l <"$T/out")" -eq 4 ] || fail "status: wanted 4 lines: $(cat "$T/out")"
 
 # esv-ctl status --json.
 assert_rc 0 "$CTL" status --json "$J"
