@@ -151,7 +151,8 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino, const char *cgjob)
 	/* Everything in the workers' cgroups, whatever session it made. */
 	if (cgjob[0] != '\0') {
 		snprintf(cgkill, sizeof(cgkill), "%s/workers/cgroup.kill", cgjob);
-		if (put(cgkill, "1") == -1)
+		/* Gone: the supervisor removed it, nothing was left in it. */
+		if (put(cgkill, "1") == -1 && errno != ENOENT)
 			warn_sys("guardian: unable to write %s", cgkill);
 	}
 	sweep_kill(&s, GUARDIAN_SWEEP_MS);
