@@ -103,7 +103,8 @@ remove_job_cgroup(const char *job)
 	if ((d = opendir(path)) != NULL) {
 		while ((de = readdir(d)) != NULL)
 			if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
-			    unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == -1)
+			    unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == -1 &&
+			    errno != ENOENT)
 				warn_sys("guardian: unable to remove %s/%s",
 				    path, de->d_name);
 		closedir(d);
@@ -151,8 +152,13 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino, const char *cgjob)
 	/* Everything in the workers' cgroups, whatever session it made. */
 	if (cgjob[0] != '\0') {
 		snprintf(cgkill, sizeof(cgkill), "%s/workers/cgroup.kill", cgjob);
-		/* Gone: the supervisor removed it, nothing was left in it. */
-		if (put(cgkill, "1") == -1 && errno != ENOENT)
+		/*
+		 * Gone: the supervisor removed it, nothing was left in it.
+		 * ENODEV is the same answer when the removal comes between
+		 * our open and our write.
+		 */
+		if (put(cgkill, "1") == -1 && errno != ENOENT &&
+		    errno != ENODEV)
 			warn_sys("guardian: unable to write %s", cgkill);
 	}
 	sweep_kill(&s, GUARDIAN_SWEEP_MS);
