@@ -249,13 +249,15 @@ def collect():
     launch = {(t, n): [] for t in TOOLS for n in SIZES}
     fail = {(t, n): [] for t in TOOLS for n in RSIZES}
     # Repetitions outermost and tools interleaved, so drift of the
-    # machine over the run hits every tool alike.
+    # machine over the run hits every tool alike; the order of the tools
+    # flips at each repetition, so that no tool always runs first.
     for rep in range(REPS):
+        order = TOOLS if rep % 2 == 0 else TOOLS[::-1]
         for n in SIZES:
-            for t in TOOLS:
+            for t in order:
                 launch[t, n].append(measure_launch(t, n, rep))
         for n in RSIZES:
-            for t in TOOLS:
+            for t in order:
                 fail[t, n].append(measure_failure(t, n, rep))
         print(f"repetition {rep + 1}/{REPS} done", file=sys.stderr)
     return launch, fail
@@ -341,9 +343,25 @@ def table(launch, fail):
     return "\n".join(out)
 
 
+def paired_cost(on_rows, off_rows, key):
+    """
+    The cost of cgroups from the runs of one repetition side by side
+    (on / off - 1), which the drift of the machine over a run hits alike:
+    their median and a distribution-free 95 % interval of it (order
+    statistics of the binomial, normal approximation).
+    """
+    r = sorted(a[key] / b[key] - 1 for a, b in zip(on_rows, off_rows)
+               if a.get(key) is not None and b.get(key))
+    if not r:
+        return None, None, None
+    k = max(0, int((len(r) - 1.96 * len(r) ** 0.5) / 2))
+    return statistics.median(r), r[k], r[len(r) - 1 - k]
+
+
 def cgroup_table(launch, fail):
     """esv with cgroup containment against esv without, same run."""
     get = lambda d, t, n, k: med(d.get((t, n), []), k)
+    pct = lambda v: "n/a" if v is None else f"{v * 100:+.1f} %"
     rows = []
     for what, d, key, sizes in (("launch, ms", launch, "launch", SIZES),
                                 ("restart, ms", fail, "restart", RSIZES),
@@ -353,12 +371,15 @@ def cgroup_table(launch, fail):
                                  RSIZES)):
         for n in sizes:
             on, off = get(d, "esv", n, key), get(d, "esv-nocg", n, key)
-            cost = None if on is None or not off else on / off - 1
+            cost, lo, hi = paired_cost(d.get(("esv", n), []),
+                                       d.get(("esv-nocg", n), []), key)
             rows.append((what, n, fmt(on, prec=3), fmt(off, prec=3),
-                         "n/a" if cost is None else f"{cost * 100:+.1f} %",
+                         pct(cost), "n/a" if lo is None else
+                         f"{pct(lo)} .. {pct(hi)}",
                          verdict(None if cost is None else cost <= 0.10)))
-    head = ("measure", "N", "esv, cgroups", "esv --cgroups=false", "cost",
-            "within 10 %")
+    head = ("measure", "N", "esv, cgroups (median)",
+            "esv --cgroups=false (median)", "cost (median of pairs)",
+            "95 % interval", "within 10 %")
     out = ["| " + " | ".join(head) + " |",
            "|" + "|".join("---" for _ in head) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
