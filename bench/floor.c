@@ -1,5 +1,5 @@
 /*
- * floor [--spawn] [--restart] N worker [args...]
+ * floor [--spawn] [--cgroup DIR] [--restart] N worker [args...]
  *
  * The least a supervisor can do to start N workers: start them in a loop,
  * each with RANK, LOCAL_RANK and LOCAL_WORLD_SIZE set, then wait for them.
@@ -11,6 +11,13 @@
  * posix_spawnp instead (glibc: clone(CLONE_VM|CLONE_VFORK) and exec, no
  * page tables copied), which is how esv-supervise starts workers; that is
  * the lower floor a spawning supervisor should be held to.
+ *
+ * With --cgroup DIR (implies --spawn), each worker gets a fresh cgroup
+ * DIR/<i> (removed and made again at every start, as esv-supervise does)
+ * and moves itself into it before it execs: the vfork'd child writes "0"
+ * to its cgroup.procs, the parent suspended meanwhile, exactly esv's way.
+ * DIR must be a directory of a cgroup v2 hierarchy we may write; the
+ * difference to --spawn is the least cgroup containment can cost.
  *
  * It does act on a failure the least a supervisor can: the first worker
  * that exits non-zero makes it send SIGTERM to the others, which gives the
@@ -29,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +119,40 @@ spawn_worker(struct spawnenv *se, unsigned i, char *argv[])
 	return pid;
 }
 
+/* A fresh DIR/<i>, then vfork; the child moves itself and execs. */
+static pid_t
+spawn_worker_cgroup(struct spawnenv *se, const char *dir, unsigned i,
+    char *argv[])
+{
+	char path[4096];
+	pid_t pid;
+	int procs;
+
+	snprintf(se->rank, sizeof(se->rank), "RANK=%u", i);
+	snprintf(se->local_rank, sizeof(se->local_rank), "LOCAL_RANK=%u", i);
+	snprintf(path, sizeof(path), "%s/%u", dir, i);
+	if ((rmdir(path) == -1 && errno != ENOENT) ||
+	    mkdir(path, 0755) == -1) {
+		fprintf(stderr, "floor: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%u/cgroup.procs", dir, i);
+	if ((procs = open(path, O_WRONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "floor: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if ((pid = vfork()) == 0) {
+		if (write(procs, "0", 1) != 1)
+			_exit(127);
+		execvpe(argv[0], argv, se->envp);
+		_exit(127);
+	}
+	if (pid == -1)
+		perror("floor: vfork");
+	close(procs);
+	return pid;
+}
+
 static void
 stop_others(const pid_t *pids, unsigned n)
 {
@@ -133,14 +176,15 @@ forget(pid_t *pids, unsigned n, pid_t pid)
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: floor [--spawn] [--restart] N worker "
-	    "[args...]\n");
+	fprintf(stderr, "usage: floor [--spawn] [--cgroup DIR] [--restart] N "
+	    "worker [args...]\n");
 	exit(100);
 }
 
 /* Start n workers, wait for them all; 1 if one failed, -1 on error. */
 static int
-run_group(unsigned long n, int spawn, char *argv[], pid_t *pids)
+run_group(unsigned long n, int spawn, const char *cgdir, char *argv[],
+    pid_t *pids)
 {
 	struct spawnenv se;
 	unsigned i, started = 0, alive;
@@ -152,7 +196,8 @@ run_group(unsigned long n, int spawn, char *argv[], pid_t *pids)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		pid = spawn ? spawn_worker(&se, i, argv) : fork_worker(i, argv);
+		pid = cgdir != NULL ? spawn_worker_cgroup(&se, cgdir, i, argv) :
+		    spawn ? spawn_worker(&se, i, argv) : fork_worker(i, argv);
 		if (pid == -1) {
 			failed = 1;
 			break;
@@ -181,6 +226,7 @@ main(int argc, char *argv[])
 {
 	unsigned long n;
 	int spawn = 0, restart = 0, failed;
+	const char *cgdir = NULL;
 	pid_t *pids;
 	char *end;
 
@@ -189,6 +235,11 @@ main(int argc, char *argv[])
 			spawn = 1;
 		else if (strcmp(argv[1], "--restart") == 0)
 			restart = 1;
+		else if (strcmp(argv[1], "--cgroup") == 0 && argc > 2) {
+			cgdir = argv[2];
+			spawn = 1;
+			argc--, argv++;
+		}
 		else
 			usage();
 	if (argc < 3 || (n = strtoul(argv[1], &end, 10)) == 0 ||
@@ -200,11 +251,11 @@ main(int argc, char *argv[])
 	}
 	setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
 	setenv("LOCAL_WORLD_SIZE", argv[1], 1);
-	failed = run_group(n, spawn, argv + 2, pids);
+	failed = run_group(n, spawn, cgdir, argv + 2, pids);
 	if (failed == 1 && restart) {
 		/* spawnenv_init copies environ again: it sees the new count. */
 		setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);
-		failed = run_group(n, spawn, argv + 2, pids);
+		failed = run_group(n, spawn, cgdir, argv + 2, pids);
 	}
 	free(pids);
 	return failed == -1 ? 111 : failed;

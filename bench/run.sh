@@ -10,9 +10,12 @@
 #   BENCH_REPS           repetitions per measurement, median reported (5)
 #   BENCH_SIZES          worker counts for launch and memory ("4 64 256")
 #   BENCH_RESTART_SIZES  worker counts for restart and reaction ("4 64 256")
-#   BENCH_TOOLS          subset of "floor spawnfloor esv esv-nocg torchrun"
-#                        (esv-nocg: esv with --cgroups=false; "esv esv-nocg"
-#                        prints what cgroup containment costs)
+#   BENCH_TOOLS          subset of "floor spawnfloor spawnfloor-cg esv esv-nocg
+#                        torchrun" (esv-nocg: esv with --cgroups=false; "esv
+#                        esv-nocg" prints what cgroup containment costs;
+#                        spawnfloor-cg: the spawn floor with each worker moved
+#                        into a fresh cgroup, beside spawnfloor the least that
+#                        costs)
 #   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
@@ -56,7 +59,41 @@ SHIM = os.path.join(BENCH, "torchrun_shim.py")
 FAIL_MS = int(os.environ["BENCH_FAIL_MS"])
 KEEP = os.environ.get("BENCH_KEEP", "") != ""
 # The bare loops: no restart of their own, stopped by their session.
-FLOORS = ("floor", "spawnfloor")
+FLOORS = ("floor", "spawnfloor", "spawnfloor-cg")
+
+
+def floor_cgroup():
+    """
+    A cgroup for spawnfloor-cg's workers, under our own in the cgroup v2
+    hierarchy (found as esv-supervise finds it), or None.
+    """
+    mount = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[0] == "cgroup2":
+                mount = left.split()[4]
+                break
+    own = None
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            if line.startswith("0::"):
+                own = line[3:].strip()
+    if mount is None or own is None:
+        return None
+    path = os.path.join(mount + own, f"esv-bench-floor.{os.getpid()}")
+    try:
+        os.mkdir(path)
+    except OSError as e:
+        print(f"note: spawnfloor-cg not measured: {path}: {e.strerror}",
+              file=sys.stderr)
+        return None
+    return path
+
+
+CGFLOOR = floor_cgroup() if "spawnfloor-cg" in TOOLS else None
+if "spawnfloor-cg" in TOOLS and CGFLOOR is None:
+    TOOLS = [t for t in TOOLS if t != "spawnfloor-cg"]
 TIMEOUT = 90.0
 
 if ("esv" in TOOLS or "esv-nocg" in TOOLS) and not os.access(ESV, os.X_OK):
@@ -81,6 +118,8 @@ def command(tool, n, rundir, mode):
         return [FLOOR] + again + [str(n), WORKER]
     if tool == "spawnfloor":
         return [FLOOR, "--spawn"] + again + [str(n), WORKER]
+    if tool == "spawnfloor-cg":
+        return [FLOOR, "--cgroup", CGFLOOR] + again + [str(n), WORKER]
     if tool in ("esv", "esv-nocg"):
         cg = ["--cgroups=false"] if tool == "esv-nocg" else []
         return [ESV, "--nproc-per-node", str(n), "--no-python",
@@ -358,8 +397,8 @@ def paired_cost(on_rows, off_rows, key):
     return statistics.median(r), r[k], r[len(r) - 1 - k]
 
 
-def cgroup_table(launch, fail):
-    """esv with cgroup containment against esv without, same run."""
+def cgroup_table(launch, fail, on_tool="esv", off_tool="esv-nocg"):
+    """A tool with cgroup containment against it without, same run."""
     get = lambda d, t, n, k: med(d.get((t, n), []), k)
     pct = lambda v: "n/a" if v is None else f"{v * 100:+.1f} %"
     rows = []
@@ -370,15 +409,17 @@ def cgroup_table(launch, fail):
                                 ("exit to last SIGTERM, ms", fail, "act_all",
                                  RSIZES)):
         for n in sizes:
-            on, off = get(d, "esv", n, key), get(d, "esv-nocg", n, key)
-            cost, lo, hi = paired_cost(d.get(("esv", n), []),
-                                       d.get(("esv-nocg", n), []), key)
+            on, off = get(d, on_tool, n, key), get(d, off_tool, n, key)
+            if on is None and off is None:
+                continue
+            cost, lo, hi = paired_cost(d.get((on_tool, n), []),
+                                       d.get((off_tool, n), []), key)
             rows.append((what, n, fmt(on, prec=3), fmt(off, prec=3),
                          pct(cost), "n/a" if lo is None else
                          f"{pct(lo)} .. {pct(hi)}",
                          verdict(None if cost is None else cost <= 0.10)))
-    head = ("measure", "N", "esv, cgroups (median)",
-            "esv --cgroups=false (median)", "cost (median of pairs)",
+    head = ("measure", "N", f"{on_tool} (median)", f"{off_tool} (median)",
+            "cost (median of pairs)",
             "95 % interval", "within 10 %")
     out = ["| " + " | ".join(head) + " |",
            "|" + "|".join("---" for _ in head) + "|"]
@@ -425,6 +466,15 @@ print(table(launch, fail))
 if "esv" in TOOLS and "esv-nocg" in TOOLS:
     print("\ncgroup containment (esv) against none (esv --cgroups=false):")
     print(cgroup_table(launch, fail))
+if "spawnfloor" in TOOLS and "spawnfloor-cg" in TOOLS:
+    print("\nthe floor's: each worker moved into a fresh cgroup "
+          "(spawnfloor-cg) against not (spawnfloor):")
+    print(cgroup_table(launch, fail, "spawnfloor-cg", "spawnfloor"))
+if CGFLOOR is not None:
+    for d in os.listdir(CGFLOOR):
+        if os.path.isdir(os.path.join(CGFLOOR, d)):
+            os.rmdir(os.path.join(CGFLOOR, d))
+    os.rmdir(CGFLOOR)
 print("\nper-run values:")
 print(raw(launch, fail))
 for n in notes:
