@@ -99,6 +99,14 @@ spawnenv_init(struct spawnenv *se)
 	return 0;
 }
 
+/* Worker i's slots of the shared environment. */
+static void
+spawnenv_set(struct spawnenv *se, unsigned i)
+{
+	snprintf(se->rank, sizeof(se->rank), "RANK=%u", i);
+	snprintf(se->local_rank, sizeof(se->local_rank), "LOCAL_RANK=%u", i);
+}
+
 /*
  * execve has copied the strings by the time posix_spawnp returns (the
  * parent stays suspended until then), so the slots can be reused.
@@ -109,8 +117,7 @@ spawn_worker(struct spawnenv *se, unsigned i, char *argv[])
 	pid_t pid;
 	int e;
 
-	snprintf(se->rank, sizeof(se->rank), "RANK=%u", i);
-	snprintf(se->local_rank, sizeof(se->local_rank), "LOCAL_RANK=%u", i);
+	spawnenv_set(se, i);
 	if ((e = posix_spawnp(&pid, argv[0], NULL, NULL, argv,
 	    se->envp)) != 0) {
 		fprintf(stderr, "floor: posix_spawnp: %s\n", strerror(e));
@@ -128,8 +135,7 @@ spawn_worker_cgroup(struct spawnenv *se, const char *dir, unsigned i,
 	pid_t pid;
 	int procs;
 
-	snprintf(se->rank, sizeof(se->rank), "RANK=%u", i);
-	snprintf(se->local_rank, sizeof(se->local_rank), "LOCAL_RANK=%u", i);
+	spawnenv_set(se, i);
 	snprintf(path, sizeof(path), "%s/%u", dir, i);
 	if ((rmdir(path) == -1 && errno != ENOENT) ||
 	    mkdir(path, 0755) == -1) {

@@ -35,6 +35,7 @@ export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \
     BENCH_RESTART_SIZES BENCH_TOOLS BENCH_FAIL_MS BENCH_PYTHON=$python
 
 "$python" - <<'PY'
+import atexit
 import os
 import shutil
 import signal
@@ -88,7 +89,16 @@ def floor_cgroup():
         print(f"note: spawnfloor-cg not measured: {path}: {e.strerror}",
               file=sys.stderr)
         return None
+    atexit.register(remove_floor_cgroup, path)
     return path
+
+
+def remove_floor_cgroup(path):
+    """At any exit, also an interrupted run: its workers are reaped."""
+    for d in os.listdir(path):
+        if os.path.isdir(os.path.join(path, d)):
+            os.rmdir(os.path.join(path, d))
+    os.rmdir(path)
 
 
 CGFLOOR = floor_cgroup() if "spawnfloor-cg" in TOOLS else None
@@ -470,11 +480,6 @@ if "spawnfloor" in TOOLS and "spawnfloor-cg" in TOOLS:
     print("\nthe floor's: each worker moved into a fresh cgroup "
           "(spawnfloor-cg) against not (spawnfloor):")
     print(cgroup_table(launch, fail, "spawnfloor-cg", "spawnfloor"))
-if CGFLOOR is not None:
-    for d in os.listdir(CGFLOOR):
-        if os.path.isdir(os.path.join(CGFLOOR, d)):
-            os.rmdir(os.path.join(CGFLOOR, d))
-    os.rmdir(CGFLOOR)
 print("\nper-run values:")
 print(raw(launch, fail))
 for n in notes:
