@@ -1482,7 +1482,11 @@ decide_open(struct node *n, const struct state *st)
 /*
  * A round that runs (or ran: closed): a member lost, a node that wants
  * a new round or waits for room restarts it while a member still runs;
- * once none runs and one has finished, the exit barrier is passed.
+ * once none runs and one has finished, the exit barrier is passed.  A
+ * round whose members are all lost (every lease expired at once, as when
+ * etcd was out of everyone's reach past the TTL) is restarted too: it has
+ * nobody left to finish it, and its nodes, back with new leases, want the
+ * next one.
  */
 static void
 decide_running(struct node *n, const struct state *st)
@@ -1508,13 +1512,15 @@ decide_running(struct node *n, const struct state *st)
 	}
 	if (members == 0)
 		return;
-	if (lost != NULL)
+	if (lost != NULL && alive == 0 && finished == 0)
+		snprintf(why, sizeof(why), "all %u nodes lost", members);
+	else if (lost != NULL)
 		snprintf(why, sizeof(why), "node %s lost", lost);
 	waiting = kv_count(n, "waiting/");
 	KV_PREFIX_FOREACH(kv, n, "want/")
 		if (strtoul(kv->val, NULL, 10) > c)
 			wants++;
-	if (st->status == ST_RUNNING && running > 0) {
+	if (st->status == ST_RUNNING && (running > 0 || finished == 0)) {
 		if (lost != NULL) {
 			bump(n, st, c + 1, why);
 			return;
