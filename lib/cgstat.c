@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "atomicfile.h"
 #include "cgstat.h"
 
 long long
@@ -31,52 +30,73 @@ cgstat_keyed(const char *text, const char *key)
 	return -1;
 }
 
+/*
+ * A small cgroup file into buf, NUL-terminated: one open, one read, one
+ * close.  Every file read here is a few lines, and kernfs hands a file of
+ * less than a page over in one read; what would not fit in buf is not a
+ * file of ours.
+ */
+static int
+small(int dirfd, const char *name, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0 || (size_t)n == len - 1)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
 /* A file of one number ("max" is not one). */
 static long long
 single(int dirfd, const char *name)
 {
-	char *text, *end;
+	char text[64], *end;
 	long long v;
 
-	if ((text = read_text_at(dirfd, name, O_NOFOLLOW, 64, NULL)) == NULL)
+	if (small(dirfd, name, text, sizeof(text)) == -1)
 		return -1;
 	errno = 0;
 	v = strtoll(text, &end, 10);
 	if (errno != 0 || end == text || v < 0 || (*end != '\n' &&
 	    *end != '\0'))
 		v = -1;
-	free(text);
 	return v;
 }
 
 static long long
 keyed(int dirfd, const char *name, const char *key)
 {
-	char *text;
-	long long v;
+	char text[4096];
 
-	if ((text = read_text_at(dirfd, name, O_NOFOLLOW, 4096, NULL)) == NULL)
+	if (small(dirfd, name, text, sizeof(text)) == -1)
 		return -1;
-	v = cgstat_keyed(text, key);
-	free(text);
-	return v;
+	return cgstat_keyed(text, key);
 }
 
 void
-cgstat_read(int dirfd, struct cgstat *st)
+cgstat_read(int dirfd, struct cgstat *st, unsigned what)
 {
-	char *text;
+	char text[256];
 
-	st->cpu_usec = keyed(dirfd, "cpu.stat", "usage_usec");
-	st->memory_current = single(dirfd, "memory.current");
-	st->memory_peak = single(dirfd, "memory.peak");
-	st->oom_kill = keyed(dirfd, "memory.events", "oom_kill");
-	st->populated = st->frozen = -1;
-	if ((text = read_text_at(dirfd, "cgroup.events", O_NOFOLLOW, 4096,
-	    NULL)) != NULL) {
+	*st = (struct cgstat){ -1, -1, -1, -1, -1, -1 };
+	if (what & CGSTAT_CPU)
+		st->cpu_usec = keyed(dirfd, "cpu.stat", "usage_usec");
+	if (what & CGSTAT_MEMORY) {
+		st->memory_current = single(dirfd, "memory.current");
+		st->memory_peak = single(dirfd, "memory.peak");
+		st->oom_kill = keyed(dirfd, "memory.events", "oom_kill");
+	}
+	if ((what & CGSTAT_EVENTS) && small(dirfd, "cgroup.events", text,
+	    sizeof(text)) == 0) {
 		st->populated = (int)cgstat_keyed(text, "populated");
 		st->frozen = (int)cgstat_keyed(text, "frozen");
-		free(text);
 	}
 }
 
@@ -87,7 +107,7 @@ cgstat_read_path(const char *path, struct cgstat *st)
 
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return -1;
-	cgstat_read(fd, st);
+	cgstat_read(fd, st, CGSTAT_ALL);
 	close(fd);
 	return 0;
 }

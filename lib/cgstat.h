@@ -18,9 +18,21 @@ struct cgstat {
 	int		frozen;
 };
 
-/* Every field of the directory dirfd; the files missing stay -1. */
-void	cgstat_read(int dirfd, struct cgstat *st);
-/* The same by path; -1 if the directory cannot be opened. */
+/*
+ * What cgstat_read opens: a reader that needs CPU time alone (a worker's
+ * exit, with no memory controller) opens one file, not five.
+ */
+#define CGSTAT_CPU	0x1	/* cpu.stat */
+#define CGSTAT_MEMORY	0x2	/* memory.current, memory.peak, memory.events */
+#define CGSTAT_EVENTS	0x4	/* cgroup.events */
+#define CGSTAT_ALL	(CGSTAT_CPU | CGSTAT_MEMORY | CGSTAT_EVENTS)
+
+/*
+ * The fields of the directory dirfd that what selects; those not
+ * selected, and those of missing files, are -1.
+ */
+void	cgstat_read(int dirfd, struct cgstat *st, unsigned what);
+/* Every field by path; -1 if the directory cannot be opened. */
 int	cgstat_read_path(const char *path, struct cgstat *st);
 /*
  * The value of "key N" in a flat keyed file (cpu.stat, memory.events,

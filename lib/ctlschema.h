@@ -85,6 +85,7 @@ struct ctl_key {
 	X(WK_SIGNAL,		"signal",		CTL_NAME)	\
 	X(WK_ERROR_FILE,	"error_file",		CTL_PATH)	\
 	X(WK_CGROUP,		"cgroup",		CTL_PATH)	\
+	X(WK_CGROUP_CPU_BASE,	"cgroup_cpu_base",	CTL_INT)	\
 	X(WK_CPU_USEC,		"cpu_usec",		CTL_INT)	\
 	X(WK_MEMORY_PEAK,	"memory_peak",		CTL_INT)	\
 	X(WK_OOM_KILL,		"oom_kill",		CTL_INT)

@@ -291,7 +291,8 @@ set_count(json_t *w, const char *key, long long v)
 
 /*
  * A running worker's counters are the kernel's: read them from the
- * cgroup its state names (the supervisor writes them only at the exit).
+ * cgroup its state names (the supervisor writes them only at the exit),
+ * less the CPU time the cgroup had counted at the worker's start.
  * memory_current exists only so, while it runs.
  */
 static void
@@ -299,10 +300,17 @@ live_counters(json_t *w)
 {
 	const char *cg = json_string_value(json_object_get(w,
 	    ctl_worker_key(WK_CGROUP)));
+	json_t *jbase = json_object_get(w, ctl_worker_key(WK_CGROUP_CPU_BASE));
+	/* Absent: a supervisor that made a fresh cgroup at every start. */
+	long long base = jbase == NULL ? 0 : json_is_integer(jbase) ?
+	    json_integer_value(jbase) : -1;
 	struct cgstat st;
 
 	if (cg == NULL || cg[0] != '/' || cgstat_read_path(cg, &st) == -1)
 		return;
+	if (st.cpu_usec >= 0)
+		st.cpu_usec = base < 0 ? -1 : st.cpu_usec > base ?
+		    st.cpu_usec - base : 0;
 	set_count(w, ctl_worker_key(WK_CPU_USEC), st.cpu_usec);
 	set_count(w, ctl_worker_key(WK_MEMORY_PEAK), st.memory_peak);
 	set_count(w, ctl_worker_key(WK_OOM_KILL), st.oom_kill);

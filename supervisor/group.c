@@ -384,8 +384,6 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	}
 	if (output_open(sv, wk, fds) == -1) {
 		e = errno;
-		if (a.cgprocs != -1)
-			close(a.cgprocs);
 		spawn_failed(sv, wk, "its output", e);
 		return -1;
 	}
@@ -402,8 +400,6 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	    SIGCHLD, &a);
 	e = errno;
 out:
-	if (a.cgprocs != -1)
-		close(a.cgprocs);
 	for (i = 0; a.av != NULL && a.av[i] != NULL; i++)
 		free(a.av[i]);
 	free(a.av);
@@ -547,7 +543,7 @@ group_launch(struct supervisor *sv)
 			sv->workers[i].out.file = sv->workers[i].err.file = -1;
 			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
 			sv->workers[i].pidfd = -1;
-			sv->workers[i].cgfd = -1;
+			sv->workers[i].cgfd = sv->workers[i].cgprocs = -1;
 		}
 		report_setup(sv);
 	}

@@ -262,6 +262,8 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	 */
 	cgroup_worker_path(sv, wk, cgpath, sizeof(cgpath));
 	kv_add(&kb, WK(CGROUP), gone ? "" : cgpath);
+	add_count(&kb, WK(CGROUP_CPU_BASE), gone || cgpath[0] == '\0' ? -1 :
+	    wk->cg_cpu_base);
 	add_count(&kb, WK(CPU_USEC), gone ? wk->cg.cpu_usec : -1);
 	add_count(&kb, WK(MEMORY_PEAK), gone ? wk->cg.memory_peak : -1);
 	add_count(&kb, WK(OOM_KILL), gone ? wk->cg.oom_kill : -1);

@@ -55,6 +55,8 @@ struct worker {
 	size_t			 prefix_len;
 	struct stream		 out, err;
 	int			 cgfd;		/* its cgroup directory, or -1 */
+	int			 cgprocs;	/* its cgroup.procs, or -1 */
+	long long		 cg_cpu_base;	/* usage_usec at its start */
 	struct cgstat		 cg;		/* read at its exit */
 };
 

@@ -3,7 +3,9 @@
 # growing, and it is not stopped by a signal it could see; continue thaws
 # it and its time grows again.  CPU accounting: a spinning worker's
 # usage appears and grows in esv-ctl status --json and in /metrics, and
-# its total is in workers/N/state after it exits.
+# its total is in workers/N/state after it exits.  Each start counts
+# its own time: a restarted worker's cgroup does not carry the last
+# attempt's time over, live or at its exit.
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
 
@@ -58,5 +60,36 @@ stop_sup
 total=$(kv "$J/workers/0/state" cpu_usec)
 [ -n "$total" ] && [ "$total" -ge "$u2" ] || fail "workers/0/state cpu_usec: '$total', wanted at least $u2"
 assert_eq "$(kv "$J/workers/0/state" cgroup)" "" "cgroup of an exited worker"
+
+note "a restart: each attempt counts its own CPU time"
+# Attempt 0 spends 0.4 s of CPU and fails; attempt 1 spends 0.1 s and
+# waits.  Carried over, attempt 1 would show at least 0.5 s.
+J=$T/restart
+start_sup "$J" --no-python --nproc-per-node 1 --max-restarts 1 -- "$PY" -c '
+import os, signal, sys, time
+first = os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"
+while time.process_time() < (0.4 if first else 0.1):
+    pass
+if first:
+    sys.exit(1)
+open(sys.argv[1], "w").close()
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    signal.pause()
+' "$T/spun"
+wait_for -t 30 test -e "$T/spun" || fail "attempt 1 did not spin: $(cat "$SUP_ERR")"
+live=$(cpu_json) || fail "esv-ctl status --json: no cpu_usec after the restart"
+[ "$live" -ge 100000 ] && [ "$live" -lt 400000 ] ||
+    fail "attempt 1's live cpu_usec is $live, wanted its own 0.1 s (at least 100000, below attempt 0's 400000)"
+stop_sup
+exits=$(grep '"event":"worker.exit"' "$J/events.jsonl" | "$PY" -c '
+import json, sys
+print(" ".join(str(json.loads(l)["cpu_usec"]) for l in sys.stdin))')
+set -- $exits
+[ $# -eq 2 ] || fail "worker.exit events with cpu_usec: '$exits', wanted 2"
+[ "$1" -ge 400000 ] || fail "attempt 0's cpu_usec is $1, wanted at least 400000"
+[ "$2" -ge 100000 ] && [ "$2" -lt 400000 ] ||
+    fail "attempt 1's cpu_usec is $2, wanted its own 0.1 s (at least 100000, below 400000)"
+assert_eq "$(kv "$J/workers/0/state" cpu_usec)" "$2" "workers/0/state cpu_usec"
 note ok
 exit 0

@@ -66,7 +66,7 @@ test_tree(void **state)
 	put(dfd, "cgroup.events", "populated 1\nfrozen 0\n");
 	put(dfd, "cpu.stat", "usage_usec 1500000\nuser_usec 1400000\n"
 	    "system_usec 100000\n");
-	cgstat_read(dfd, &st);
+	cgstat_read(dfd, &st, CGSTAT_ALL);
 	assert_int_equal(st.cpu_usec, 1500000);
 	assert_int_equal(st.populated, 1);
 	assert_int_equal(st.frozen, 0);
@@ -79,10 +79,31 @@ test_tree(void **state)
 	put(dfd, "memory.events", "low 0\nhigh 0\nmax 12\noom 1\n"
 	    "oom_kill 1\noom_group_kill 0\n");
 	put(dfd, "cgroup.events", "populated 0\nfrozen 0\n");
-	cgstat_read(dfd, &st);
+	cgstat_read(dfd, &st, CGSTAT_ALL);
 	assert_int_equal(st.memory_peak, 65712999629LL);
 	assert_int_equal(st.oom_kill, 1);
 	assert_int_equal(st.populated, 0);
+	/* What is not asked for is not read: CPU time alone, at an exit. */
+	cgstat_read(dfd, &st, CGSTAT_CPU);
+	assert_int_equal(st.cpu_usec, 1500000);
+	assert_int_equal(st.memory_peak, -1);
+	assert_int_equal(st.oom_kill, -1);
+	assert_int_equal(st.populated, -1);
+	cgstat_read(dfd, &st, CGSTAT_CPU | CGSTAT_MEMORY);
+	assert_int_equal(st.memory_peak, 65712999629LL);
+	assert_int_equal(st.populated, -1);
+	/* A file longer than any of the kernel's: not one of ours. */
+	{
+		char big[5000];
+
+		memset(big, 'x', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		put(dfd, "cpu.stat", big);
+		cgstat_read(dfd, &st, CGSTAT_CPU);
+		assert_int_equal(st.cpu_usec, -1);
+		put(dfd, "cpu.stat", "usage_usec 1500000\n");
+	}
+	cgstat_read(dfd, &st, CGSTAT_ALL);
 	f.message = strdup("Signal 9 (SIGKILL) received by PID 4242");
 	assert_int_equal(failure_note_oom(&f, st.oom_kill, st.memory_peak), 1);
 	assert_string_equal(f.message, "Signal 9 (SIGKILL) received by PID "
@@ -90,7 +111,7 @@ test_tree(void **state)
 	    "cgroup)");
 	/* Not an OOM kill: a SIGKILL of a cgroup without one, or a SIGTERM. */
 	put(dfd, "memory.events", "oom 0\noom_kill 0\n");
-	cgstat_read(dfd, &st);
+	cgstat_read(dfd, &st, CGSTAT_ALL);
 	assert_int_equal(failure_note_oom(&f, st.oom_kill, st.memory_peak), 0);
 	f.exitcode = -SIGTERM;
 	assert_int_equal(failure_note_oom(&f, 1, 1), 0);
