@@ -359,6 +359,7 @@ cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
 	const struct job_config *cfg = sv->cfg;
 	struct cgstat base;
 	char name[16];
+	bool had;
 
 	if (!cg->on)
 		return -1;
@@ -368,14 +369,19 @@ cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
 		return wk->cgprocs;
 	}
 	snprintf(name, sizeof(name), "%u", wk->local_rank);
+	had = wk->cgfd != -1;
 	if (wk->cgprocs != -1)
 		close(wk->cgprocs);
 	if (wk->cgfd != -1)
 		close(wk->cgfd);
 	wk->cgfd = wk->cgprocs = -1;
 	wk->cg_cpu_base = 0;
-	/* Empty once the last start is over; if not, it keeps its name. */
-	if (unlinkat(cg->workersfd, name, AT_REMOVEDIR) == -1 &&
+	/*
+	 * The last start's cgroup, empty once that start is over; if not,
+	 * it keeps its name.  Before the first start there is none: the
+	 * job's cgroup is new.
+	 */
+	if (had && unlinkat(cg->workersfd, name, AT_REMOVEDIR) == -1 &&
 	    errno != ENOENT)
 		warn_sys("unable to remove the cgroup %s/workers/%s", cg->job,
 		    name);
