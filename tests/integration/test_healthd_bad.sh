@@ -98,6 +98,11 @@ abuse()
 	    fail "$1: $(cat "$T/$1.out")"
 	cat "$T/$1.out" >&2
 }
+# The server answers 503 "starting" until the first group runs, and reads the
+# job's state at most every 100 ms: wait until it has seen the group run.
+ctl wait up -t 20 "$T/job" || fail "the job never came up: $(cat "$JOB_ERR")"
+wait_for -t 10 eval '[ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$url/healthz")" = 200 ]' ||
+    fail "/healthz never said 200: $(curl -s -m 2 "$url/healthz")"
 healthy "at first"
 
 # The slow cases take the server's 15 s deadline (10 s when idle): all at once, and the
