@@ -83,12 +83,12 @@ hd_pid() { pgrep -f "esv-healthd --listen .* $T/job\$"; }
 HD_PID=$(hd_pid)
 [ -n "$HD_PID" ] || fail "no esv-healthd process for $T/job"
 
+# healthz_code: what /healthz answers a well-behaved client; its body in $T/hz.
+healthz_code() { curl -s -m 2 -o "$T/hz" -w '%{http_code}' "$url/healthz"; }
 # healthy WHEN: a well-behaved client gets 200 at once, from the same server.
 healthy()
 {
-	local got
-	got=$(curl -s -m 2 -o "$T/hz" -w '%{http_code}' "$url/healthz")
-	assert_eq "$got" 200 "/healthz $1 ($(cat "$T/hz" 2>/dev/null))"
+	assert_eq "$(healthz_code)" 200 "/healthz $1 ($(cat "$T/hz" 2>/dev/null))"
 	assert_eq "$(hd_pid)" "$HD_PID" "esv-healthd's pid $1"
 }
 # abuse CASE [ARGS...]: one of http_abuse.py's cases, which must pass.
@@ -101,8 +101,8 @@ abuse()
 # The server answers 503 "starting" until the first group runs, and reads the
 # job's state at most every 100 ms: wait until it has seen the group run.
 ctl wait up -t 20 "$T/job" || fail "the job never came up: $(cat "$JOB_ERR")"
-wait_for -t 10 eval '[ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$url/healthz")" = 200 ]' ||
-    fail "/healthz never said 200: $(curl -s -m 2 "$url/healthz")"
+wait_for -t 10 eval '[ "$(healthz_code)" = 200 ]' ||
+    fail "/healthz never said 200: $(cat "$T/hz")"
 healthy "at first"
 
 # The slow cases take the server's 15 s deadline (10 s when idle): all at once, and the
