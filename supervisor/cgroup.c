@@ -37,7 +37,8 @@
 
 /* The cgroup2 mount and this process's cgroup below it. */
 static int
-find_own_cgroup(char *buf, size_t len, char *why, size_t whylen)
+find_own_cgroup(char *buf, size_t len, bool *is_root, char *why,
+    size_t whylen)
 {
 	char *text, *line, *save, *mnt = NULL, *rel = NULL, *f[12];
 	char mountpoint[PATH_MAX] = "";
@@ -84,7 +85,8 @@ find_own_cgroup(char *buf, size_t len, char *why, size_t whylen)
 		    "(/proc/self/cgroup has no 0:: line)");
 		return -1;
 	}
-	n = snprintf(buf, len, "%s%s", mnt, strcmp(rel, "/") == 0 ? "" : rel);
+	*is_root = strcmp(rel, "/") == 0;
+	n = snprintf(buf, len, "%s%s", mnt, *is_root ? "" : rel);
 	free(text);
 	if (n < 0 || (size_t)n >= len) {
 		snprintf(why, whylen, "the cgroup path is too long");
@@ -141,6 +143,18 @@ not_used(struct supervisor *sv, const char *fmt, const char *what, int e)
 }
 
 static void on_inotify(struct watch *w, uint32_t events);
+
+/* True when dirfd's cgroup has controllers its children could use. */
+static bool
+base_lends(int dirfd)
+{
+	char *have = read_text_at(dirfd, "cgroup.controllers", O_NOFOLLOW,
+	    4096, NULL);
+	bool some = have != NULL && have[strspn(have, " \n")] != '\0';
+
+	free(have);
+	return some;
+}
 
 /* Remove a job's cgroup tree, leaves first; what is busy stays. */
 static void
@@ -203,6 +217,7 @@ remove_stale(int basefd)
 /* Our base and name, for the exit handler. */
 static int exit_basefd = -1;
 static char exit_name[NAME_MAX + 1];
+static bool exit_moved;
 
 /*
  * At any exit, also one before the guardian runs (a configuration
@@ -214,7 +229,7 @@ cgroup_atexit(void)
 {
 	if (exit_basefd == -1)
 		return;
-	if (write_at(exit_basefd, "cgroup.procs", "0") == 0)
+	if (!exit_moved || write_at(exit_basefd, "cgroup.procs", "0") == 0)
 		remove_cgroup_tree(exit_basefd, exit_name);
 }
 
@@ -224,7 +239,7 @@ cgroup_setup(struct supervisor *sv)
 	struct cgroups *cg = &sv->cg;
 	char base[PATH_MAX], name[NAME_MAX + 1], procs[PATH_MAX];
 	const char *jd = sv->cfg->jobdir, *b;
-	bool dummy;
+	bool dummy, is_root;
 	size_t i;
 	int basefd, supfd;
 
@@ -235,7 +250,8 @@ cgroup_setup(struct supervisor *sv)
 		strlcpy(cg->why, "off (--cgroups=false)", sizeof(cg->why));
 		return;
 	}
-	if (find_own_cgroup(base, sizeof(base), cg->why, sizeof(cg->why)) == -1)
+	if (find_own_cgroup(base, sizeof(base), &is_root, cg->why,
+	    sizeof(cg->why)) == -1)
 		return;
 	/* esv.<the JOBDIR's name>.<pid>: whose it is, at a glance. */
 	b = strrchr(jd, '/') != NULL && strrchr(jd, '/')[1] != '\0' ?
@@ -256,33 +272,49 @@ cgroup_setup(struct supervisor *sv)
 		return;
 	}
 	pathf(cg->job, sizeof(cg->job), "%s/%s", base, name);
-	cg->jobfd = openat(basefd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cg->jobfd == -1 || mkdirat(cg->jobfd, "supervisor", 0755) == -1 ||
-	    (supfd = openat(cg->jobfd, "supervisor", O_RDONLY | O_DIRECTORY |
+	if ((cg->jobfd = openat(basefd, name, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		not_used(sv, "%s: %s", cg->job, errno);
 		unlinkat(basefd, name, AT_REMOVEDIR);
 		close(basefd);
 		return;
 	}
-	if (write_at(supfd, "cgroup.procs", "0") == -1) {
-		pathf(procs, sizeof(procs), "%s/supervisor/cgroup.procs",
-		    cg->job);
-		not_used(sv, "unable to move into %s: %s", procs, errno);
-		close(supfd);
-		unlinkat(cg->jobfd, "supervisor", AT_REMOVEDIR);
-		unlinkat(basefd, name, AT_REMOVEDIR);
-		close(basefd);
-		return;
-	}
-	close(supfd);
 	/*
-	 * The base may lend us its controllers now that we left it (a
-	 * delegated unit's cgroup holds nobody else); failing that, we do
-	 * without: accounting of CPU time needs none.
+	 * A move is a migration, which costs an RCU grace period (clone_into.c):
+	 * made only where the base's controllers can be had no other way.
 	 */
-	enable_controllers(basefd, &dummy, &dummy, &dummy);
+	cg->moved = false;
+	if (!is_root && base_lends(basefd)) {
+		if (mkdirat(cg->jobfd, "supervisor", 0755) == -1 ||
+		    (supfd = openat(cg->jobfd, "supervisor", O_RDONLY |
+		    O_DIRECTORY | O_CLOEXEC)) == -1) {
+			not_used(sv, "%s/supervisor: %s", cg->job, errno);
+			unlinkat(basefd, name, AT_REMOVEDIR);
+			close(basefd);
+			return;
+		}
+		if (write_at(supfd, "cgroup.procs", "0") == -1) {
+			pathf(procs, sizeof(procs), "%s/supervisor/cgroup.procs",
+			    cg->job);
+			not_used(sv, "unable to move into %s: %s", procs, errno);
+			close(supfd);
+			remove_cgroup_tree(basefd, name);
+			close(basefd);
+			return;
+		}
+		close(supfd);
+		cg->moved = true;
+		/*
+		 * The base may lend us its controllers now that we left it (a
+		 * delegated unit's cgroup holds nobody else); failing that, we
+		 * do without: accounting of CPU time needs none.
+		 */
+		enable_controllers(basefd, &dummy, &dummy, &dummy);
+	} else if (is_root)
+		/* The root may have processes and lend controllers at once. */
+		enable_controllers(basefd, &dummy, &dummy, &dummy);
 	exit_basefd = basefd;
+	exit_moved = cg->moved;
 	strlcpy(exit_name, name, sizeof(exit_name));
 	atexit(cgroup_atexit);
 	if (mkdirat(cg->jobfd, "workers", 0755) == -1 ||
@@ -304,6 +336,7 @@ cgroup_setup(struct supervisor *sv)
 	    loop_add(&sv->loop, &cg->inow, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to watch %s", procs);
 	cg->on = true;
+	cg->clone_into = true;
 	snprintf(cg->why, sizeof(cg->why), "cgroup v2 at %s (controllers:%s%s%s%s)",
 	    cg->job, cg->memory ? " memory" : "", cg->cpu ? " cpu" : "",
 	    cg->pids ? " pids" : "", !cg->memory && !cg->cpu && !cg->pids ?
@@ -339,9 +372,7 @@ cgroup_check_limits(struct supervisor *sv, char *err, size_t len)
 }
 
 /*
- * Worker wk's cgroup, ready for its start: returns the fd of its
- * cgroup.procs (the worker's own, kept) for the child to move itself
- * with, or -1.
+ * Worker wk's cgroup, ready for its start: 0, or -1 with errno.
  *
  * A worker's cgroup lives as long as the job when CPU time is all that
  * is counted: the usage at each start is the base its exit subtracts.
@@ -350,32 +381,24 @@ cgroup_check_limits(struct supervisor *sv, char *err, size_t len)
  * 256 workers (bench/README, "Containment").  memory.peak can be reset
  * only by Linux 6.12 and later, and only for the file descriptor that
  * reset it, so with the memory controller each start gets a fresh
- * cgroup: every counter of an attempt starts at 0.
+ * cgroup: every counter of an attempt starts at 0.  So does a start
+ * after a cgroup.kill: a child born into a cgroup whose kill count
+ * differs from its parent's is killed at birth (Linux 6.18 does that).
  */
-int
-cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
+static int
+new_worker_cgroup(struct supervisor *sv, struct worker *wk, const char *name)
 {
 	struct cgroups *cg = &sv->cg;
 	const struct job_config *cfg = sv->cfg;
-	struct cgstat base;
-	char name[16];
-	bool had;
+	bool had = wk->cgfd != -1;
 
-	if (!cg->on)
-		return -1;
-	if (wk->cgprocs != -1 && !cg->memory) {
-		cgstat_read(wk->cgfd, &base, CGSTAT_CPU);
-		wk->cg_cpu_base = base.cpu_usec;
-		return wk->cgprocs;
-	}
-	snprintf(name, sizeof(name), "%u", wk->local_rank);
-	had = wk->cgfd != -1;
 	if (wk->cgprocs != -1)
 		close(wk->cgprocs);
 	if (wk->cgfd != -1)
 		close(wk->cgfd);
 	wk->cgfd = wk->cgprocs = -1;
 	wk->cg_cpu_base = 0;
+	wk->cg_killed = false;
 	/*
 	 * The last start's cgroup, empty once that start is over; if not,
 	 * it keeps its name.  Before the first start there is none: the
@@ -400,11 +423,52 @@ cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
 	    write_at(wk->cgfd, "pids.max", cfg->pids_max) == -1))
 		warn_sys("worker %u: unable to set its limits in %s/workers/%s",
 		    wk->local_rank, cg->job, name);
+	return 0;
+}
+
+int
+cgroup_worker_prepare(struct supervisor *sv, struct worker *wk)
+{
+	struct cgroups *cg = &sv->cg;
+	struct cgstat base;
+	char name[16];
+
+	if (!cg->on)
+		return 0;
+	snprintf(name, sizeof(name), "%u", wk->local_rank);
+	if (wk->cgfd == -1 || cg->memory || wk->cg_killed) {
+		if (new_worker_cgroup(sv, wk, name) == -1)
+			return -1;
+	} else {
+		cgstat_read(wk->cgfd, &base, CGSTAT_CPU);
+		wk->cg_cpu_base = base.cpu_usec;
+	}
+	/* Born in it (clone_into.c), or moving itself there. */
+	if (cg->clone_into || wk->cgprocs != -1)
+		return 0;
 	if ((wk->cgprocs = openat(wk->cgfd, "cgroup.procs", O_WRONLY |
-	    O_CLOEXEC)) == -1)
+	    O_CLOEXEC)) == -1) {
 		warn_sys("unable to open %s/workers/%s/cgroup.procs", cg->job,
 		    name);
-	return wk->cgprocs;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A child born in its cgroup died before it could run (a cgroup.kill
+ * count that differs from ours), or this kernel has no clone3 into a
+ * cgroup: from now on each worker moves itself, the way that works
+ * everywhere.  Returns what the worker needs for that.
+ */
+int
+cgroup_no_clone_into(struct supervisor *sv, struct worker *wk,
+    const char *why)
+{
+	sv->cg.clone_into = false;
+	info_msg("clone3 into a cgroup: %s: each worker moves itself into its "
+	    "cgroup from now on", why);
+	return cgroup_worker_prepare(sv, wk);
 }
 
 void
@@ -438,8 +502,19 @@ cgroup_worker_stats(struct supervisor *sv, struct worker *wk)
 void
 cgroup_kill(struct supervisor *sv)
 {
-	if (sv->cg.on && write_at(sv->cg.workersfd, "cgroup.kill", "1") == -1)
+	unsigned i;
+
+	if (!sv->cg.on)
+		return;
+	if (write_at(sv->cg.workersfd, "cgroup.kill", "1") == -1)
 		warn_sys("unable to write %s/workers/cgroup.kill", sv->cg.job);
+	/*
+	 * Each worker's cgroup counts the kill now, and a child born into it
+	 * would be killed at birth (probe_clone_into): the next start makes
+	 * new ones.
+	 */
+	for (i = 0; i < sv->nworkers; i++)
+		sv->workers[i].cg_killed = true;
 }
 
 /* True when no worker's cgroup holds a process. */

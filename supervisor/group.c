@@ -305,7 +305,7 @@ worker_child(void *arg)
 	sigset_t none;
 	int sig;
 
-	/* First: nothing of the job may run outside its cgroup. */
+	/* First: nothing of the job may run outside its cgroup (if not born in it). */
 	a->step = "cgroup";
 	if (a->cgprocs != -1 && write(a->cgprocs, "0", 1) != 1)
 		goto fail;
@@ -357,12 +357,14 @@ spawn_failed(struct supervisor *sv, struct worker *wk, const char *step,
  * clone(CLONE_VM | CLONE_VFORK) and exec, as glibc's posix_spawn does: no
  * page tables to copy, and a failed exec is an error returned here instead
  * of a child that must report it.  Unlike posix_spawn, the child can tell
- * the guardian about itself before it execs.
+ * the guardian about itself before it execs.  With cgroups, the same clone
+ * through clone3 makes it in its cgroup, where the kernel allows.
  */
 static int
 spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 {
 	static char *stack;
+	static const char birth[] = "its cgroup (died at birth)";
 	const size_t stack_size = 256 * 1024;
 	struct spawn_args a = { .envp = envp, .lockfd = sv->grouplockfd,
 	    .guardianfd = sv->guardianfd, .sigdef = ignored_signals(),
@@ -376,12 +378,12 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	wk->exec_errno = 0;
 	wk->spawn_step = NULL;
 	wk->cg = (struct cgstat){ -1, -1, -1, -1, -1, -1 };
-	a.cgprocs = cgroup_worker_prepare(sv, wk);
-	if (sv->cg.on && a.cgprocs == -1) {
+	if (cgroup_worker_prepare(sv, wk) == -1) {
 		/* Better no worker than one that could escape. */
 		spawn_failed(sv, wk, "its cgroup", errno);
 		return -1;
 	}
+	a.cgprocs = wk->cgprocs;
 	if (output_open(sv, wk, fds) == -1) {
 		e = errno;
 		spawn_failed(sv, wk, "its output", e);
@@ -396,9 +398,41 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	}
 	a.out = fds[0];
 	a.err = fds[1];
-	pid = clone(worker_child, stack + stack_size, CLONE_VM | CLONE_VFORK |
-	    SIGCHLD, &a);
-	e = errno;
+	pid = -1;
+	e = 0;
+	if (sv->cg.on && sv->cg.clone_into) {
+		/* Born in its cgroup: no move, no window (clone_into.c). */
+		a.step = birth;
+		pid = clone_into_cgroup(worker_child, &a, stack, stack_size,
+		    wk->cgfd);
+		e = errno;
+		step = "its cgroup";
+		/*
+		 * Not this kernel, or not under this seccomp filter; or the
+		 * child died before its first step (it returns only once the
+		 * child has exec'd or died): a kernel that killed it at birth.
+		 * Its zombie is reaped as a stranger's.
+		 */
+		if ((pid == -1 && (e == ENOSYS || e == EINVAL || e == E2BIG ||
+		    e == EPERM)) || (pid > 0 && a.step == birth)) {
+			if (cgroup_no_clone_into(sv, wk, pid == -1 ?
+			    strerror(e) : "the child was killed at birth") ==
+			    -1) {
+				e = errno;
+				pid = -1;
+				goto out;
+			}
+			a.cgprocs = wk->cgprocs;
+			a.step = NULL;
+			pid = -1;
+		}
+	}
+	if (pid == -1 && (!sv->cg.on || !sv->cg.clone_into)) {
+		step = "clone";
+		pid = clone(worker_child, stack + stack_size, CLONE_VM |
+		    CLONE_VFORK | SIGCHLD, &a);
+		e = errno;
+	}
 out:
 	for (i = 0; a.av != NULL && a.av[i] != NULL; i++)
 		free(a.av[i]);
@@ -910,8 +944,13 @@ finish_attempt(struct supervisor *sv)
 	arm_deadline(sv, -1);
 	group_signal(sv, SIGKILL);
 	kill_adopted(sv);
-	/* And what left the session and closed its fds: gone by cgroup. */
-	cgroup_kill(sv);
+	/*
+	 * And what left the session and closed its fds: gone by cgroup.  A
+	 * kill is not free (the next start needs new cgroups): only if some
+	 * process is left.
+	 */
+	if (!cgroup_empty(sv))
+		cgroup_kill(sv);
 	if (group_lock_reclaim(sv) == 0 && cgroup_empty(sv)) {
 		finish_cleanup(sv);
 		return true;

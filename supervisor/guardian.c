@@ -82,6 +82,7 @@ remove_job_cgroup(const char *job)
 	struct dirent *de;
 	DIR *d;
 	int tries;
+	bool moved;
 
 	strlcpy(parent, job, sizeof(parent));
 	if (strrchr(parent, '/') == NULL)
@@ -96,8 +97,11 @@ remove_job_cgroup(const char *job)
 			break;
 		poll(NULL, 0, 10);
 	}
+	/* Our leaf, if the supervisor made one (not in the root cgroup). */
+	snprintf(path, sizeof(path), "%s/supervisor", job);
+	moved = access(path, F_OK) == 0;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", parent);
-	if (put(path, "0") == -1)
+	if (moved && put(path, "0") == -1)
 		return;
 	snprintf(path, sizeof(path), "%s/workers", job);
 	if ((d = opendir(path)) != NULL) {
@@ -111,7 +115,7 @@ remove_job_cgroup(const char *job)
 	}
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/supervisor", job);
-	for (tries = 0; tries < 100 && rmdir(path) == -1 && errno == EBUSY;
+	for (tries = 0; moved && tries < 100 && rmdir(path) == -1 && errno == EBUSY;
 	    tries++)
 		poll(NULL, 0, 10);
 	rmdir(job);

@@ -56,6 +56,7 @@ struct worker {
 	struct stream		 out, err;
 	int			 cgfd;		/* its cgroup directory, or -1 */
 	int			 cgprocs;	/* its cgroup.procs, or -1 */
+	bool			 cg_killed;	/* cgroup.kill reached its cgroup */
 	long long		 cg_cpu_base;	/* usage_usec at its start */
 	struct cgstat		 cg;		/* read at its exit */
 };
@@ -67,6 +68,8 @@ struct cgroups {
 	char			 job[PATH_MAX];	/* the job's cgroup directory */
 	int			 jobfd, workersfd;
 	bool			 memory, cpu, pids;	/* controllers for workers */
+	bool			 clone_into;	/* workers born in their cgroup */
+	bool			 moved;		/* we live in job/supervisor/ */
 	struct watch		 inow;		/* inotify of workers/cgroup.events */
 };
 
@@ -201,8 +204,12 @@ struct supervisor {
 void	cgroup_setup(struct supervisor *sv);
 int	cgroup_check_limits(struct supervisor *sv, char *err, size_t len);
 int	cgroup_worker_prepare(struct supervisor *sv, struct worker *wk);
+int	cgroup_no_clone_into(struct supervisor *sv, struct worker *wk,
+	    const char *why);
 void	cgroup_worker_path(struct supervisor *sv, const struct worker *wk,
 	    char *buf, size_t len);
+pid_t	clone_into_cgroup(int (*fn)(void *), void *arg, char *stack,
+	    size_t stack_size, int cgroupfd);
 void	cgroup_worker_stats(struct supervisor *sv, struct worker *wk);
 void	cgroup_kill(struct supervisor *sv);
 bool	cgroup_empty(struct supervisor *sv);
