@@ -15,9 +15,11 @@
  * With --cgroup DIR (implies --spawn), each worker gets a fresh cgroup
  * DIR/<i> (removed and made again at every start, as esv-supervise does)
  * and moves itself into it before it execs: the vfork'd child writes "0"
- * to its cgroup.procs, the parent suspended meanwhile, exactly esv's way.
- * DIR must be a directory of a cgroup v2 hierarchy we may write; the
- * difference to --spawn is the least cgroup containment can cost.
+ * to its cgroup.procs, the parent suspended meanwhile.  That is esv's way
+ * only where the kernel refuses clone3 into a cgroup; elsewhere its
+ * workers are born in their cgroups, which spares the move's RCU grace
+ * period.  DIR must be a directory of a cgroup v2 hierarchy we may write;
+ * the difference to --spawn is what the move costs.
  *
  * It does act on a failure the least a supervisor can: the first worker
  * that exits non-zero makes it send SIGTERM to the others, which gives the

@@ -14,8 +14,9 @@
 #                        torchrun" (esv-nocg: esv with --cgroups=false; "esv
 #                        esv-nocg" prints what cgroup containment costs;
 #                        spawnfloor-cg: the spawn floor with each worker moved
-#                        into a fresh cgroup, beside spawnfloor the least that
-#                        costs)
+#                        into a fresh cgroup, beside spawnfloor what a move
+#                        costs; esv moves workers only where the kernel
+#                        refuses clone3 into a cgroup)
 #   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu

@@ -3,17 +3,21 @@
  * supervisor may write to its own cgroup v2 directory (root, or a systemd
  * unit with Delegate=yes), the job gets
  *
- *	BASE/esv.<job>.<pid>/supervisor/	the supervisor and its helpers
- *	BASE/esv.<job>.<pid>/workers/N/		worker N of the current start
+ *	BASE/esv.<job>.<pid>/workers/N/		worker N
+ *	BASE/esv.<job>.<pid>/supervisor/	the supervisor and its helpers,
+ *						where they must leave BASE
  *
- * (processes only in leaves: the "no internal processes" rule).  Each
- * worker moves itself into its cgroup before it executes anything of the
- * job, so nothing it starts can begin outside.  A stop ends with
- * workers/cgroup.kill, and the group is down only when every worker's
- * cgroup.events says "populated 0" (watched with inotify): a daemon that
- * left the session and closed its fds is gone too.  Pause freezes
- * workers/ (cgroup.freeze).  CPU time and, with the memory controller,
- * memory and OOM kills are read from each worker's cgroup.
+ * Processes only in leaves is the kernel's rule where controllers are
+ * enabled: the supervisor leaves BASE (a migration, which costs an RCU
+ * grace period) only where BASE lends controllers and is not the root
+ * (which is exempt from the rule).  Each worker is born in its cgroup
+ * (clone_into.c), or where the kernel cannot, moves itself there before
+ * it executes anything of the job: nothing it starts can begin outside.
+ * A stop ends with workers/cgroup.kill, and the group is down only when
+ * workers/cgroup.events says "populated 0" (watched with inotify): a
+ * daemon that left the session and closed its fds is gone too.  Pause
+ * freezes workers/ (cgroup.freeze).  CPU time and, with the memory
+ * controller, memory and OOM kills are read from each worker's cgroup.
  *
  * Without a usable hierarchy, or with --cgroups=false, process groups
  * and group.lock contain the job as before; supervise/state says which
