@@ -12,14 +12,14 @@
  * page tables copied), which is how esv-supervise starts workers; that is
  * the lower floor a spawning supervisor should be held to.
  *
- * With --cgroup DIR (implies --spawn), each worker gets a fresh cgroup
- * DIR/<i> (removed and made again at every start, as esv-supervise does)
- * and moves itself into it before it execs: the vfork'd child writes "0"
- * to its cgroup.procs, the parent suspended meanwhile.  That is esv's way
- * only where the kernel refuses clone3 into a cgroup; elsewhere its
- * workers are born in their cgroups, which spares the move's RCU grace
- * period.  DIR must be a directory of a cgroup v2 hierarchy we may write;
- * the difference to --spawn is what the move costs.
+ * With --cgroup DIR (implies --spawn), each worker is born in a cgroup
+ * DIR/<i> of its own, made at its first start, kept for the restart and
+ * removed at the end,
+ * exactly esv's way where the memory controller is not enabled:
+ * clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP) and exec, with
+ * esv-supervise's own supervisor/clone_into.c.  DIR must be a directory
+ * of a cgroup v2 hierarchy we may write; the difference to --spawn is the
+ * least a cgroup per worker costs.
  *
  * It does act on a failure the least a supervisor can: the first worker
  * that exits non-zero makes it send SIGTERM to the others, which gives the
@@ -42,6 +42,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "clone_into.h"
 
 extern char **environ;
 
@@ -128,36 +130,41 @@ spawn_worker(struct spawnenv *se, unsigned i, char *argv[])
 	return pid;
 }
 
-/* A fresh DIR/<i>, then vfork; the child moves itself and execs. */
+struct cgchild {
+	char	**argv, **envp;
+};
+
+static int
+cgchild_exec(void *arg)
+{
+	struct cgchild *c = arg;
+
+	execvpe(c->argv[0], c->argv, c->envp);
+	_exit(127);
+}
+
+/* DIR/<i>, made at its first start, then a child born in it. */
 static pid_t
 spawn_worker_cgroup(struct spawnenv *se, const char *dir, unsigned i,
     char *argv[])
 {
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	struct cgchild c = { argv, se->envp };
 	char path[4096];
 	pid_t pid;
-	int procs;
+	int fd;
 
 	spawnenv_set(se, i);
 	snprintf(path, sizeof(path), "%s/%u", dir, i);
-	if ((rmdir(path) == -1 && errno != ENOENT) ||
-	    mkdir(path, 0755) == -1) {
+	if ((mkdir(path, 0755) == -1 && errno != EEXIST) ||
+	    (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		fprintf(stderr, "floor: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/%u/cgroup.procs", dir, i);
-	if ((procs = open(path, O_WRONLY | O_CLOEXEC)) == -1) {
-		fprintf(stderr, "floor: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	if ((pid = vfork()) == 0) {
-		if (write(procs, "0", 1) != 1)
-			_exit(127);
-		execvpe(argv[0], argv, se->envp);
-		_exit(127);
-	}
-	if (pid == -1)
-		perror("floor: vfork");
-	close(procs);
+	if ((pid = clone_into_cgroup(cgchild_exec, &c, stack, sizeof(stack),
+	    fd)) == -1)
+		perror("floor: clone3");
+	close(fd);
 	return pid;
 }
 
@@ -264,6 +271,13 @@ main(int argc, char *argv[])
 		/* spawnenv_init copies environ again: it sees the new count. */
 		setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);
 		failed = run_group(n, spawn, cgdir, argv + 2, pids);
+	}
+	/* Every worker is reaped: the next run makes its cgroups again. */
+	for (unsigned long i = 0; cgdir != NULL && i < n; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/%lu", cgdir, i);
+		rmdir(path);
 	}
 	free(pids);
 	return failed == -1 ? 111 : failed;

@@ -13,10 +13,9 @@
 #   BENCH_TOOLS          subset of "floor spawnfloor spawnfloor-cg esv esv-nocg
 #                        torchrun" (esv-nocg: esv with --cgroups=false; "esv
 #                        esv-nocg" prints what cgroup containment costs;
-#                        spawnfloor-cg: the spawn floor with each worker moved
-#                        into a fresh cgroup, beside spawnfloor what a move
-#                        costs; esv moves workers only where the kernel
-#                        refuses clone3 into a cgroup)
+#                        spawnfloor-cg: the spawn floor with each worker born
+#                        in a cgroup of its own, as esv does; beside
+#                        spawnfloor the least a cgroup per worker costs)
 #   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
@@ -30,7 +29,8 @@ set -eu
 : "${BENCH_FAIL_MS:=200}"
 
 cc_bench "$bench/stamp_worker.c" "$work/stamp_worker"
-cc_bench "$bench/floor.c" "$work/floor"
+cc_bench "$bench/floor.c" "$work/floor" -I"$root/supervisor" \
+    "$root/supervisor/clone_into.c"
 
 export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \
     BENCH_RESTART_SIZES BENCH_TOOLS BENCH_FAIL_MS BENCH_PYTHON=$python
@@ -478,7 +478,7 @@ if "esv" in TOOLS and "esv-nocg" in TOOLS:
     print("\ncgroup containment (esv) against none (esv --cgroups=false):")
     print(cgroup_table(launch, fail))
 if "spawnfloor" in TOOLS and "spawnfloor-cg" in TOOLS:
-    print("\nthe floor's: each worker moved into a fresh cgroup "
+    print("\nthe floor's: each worker born in a cgroup of its own "
           "(spawnfloor-cg) against not (spawnfloor):")
     print(cgroup_table(launch, fail, "spawnfloor-cg", "spawnfloor"))
 print("\nper-run values:")

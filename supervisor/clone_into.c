@@ -28,7 +28,7 @@
 
 #include <linux/sched.h>
 
-#include "supervise.h"
+#include "clone_into.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP	0x200000000ULL

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "atomicfile.h"
+#include "clone_into.h"
 #include "ctldir.h"
 #include "ctlschema.h"
 #include "guardproto.h"

@@ -208,8 +208,6 @@ int	cgroup_no_clone_into(struct supervisor *sv, struct worker *wk,
 	    const char *why);
 void	cgroup_worker_path(struct supervisor *sv, const struct worker *wk,
 	    char *buf, size_t len);
-pid_t	clone_into_cgroup(int (*fn)(void *), void *arg, char *stack,
-	    size_t stack_size, int cgroupfd);
 void	cgroup_worker_stats(struct supervisor *sv, struct worker *wk);
 void	cgroup_kill(struct supervisor *sv);
 bool	cgroup_empty(struct supervisor *sv);
