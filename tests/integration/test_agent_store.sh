@@ -81,7 +81,12 @@ assert_grep "$T/status" "agent store $where1 \\(3 keys\\)" "esv-ctl status count
 wait_for -t 10 eval '[ -n "$(kv "$T/job/supervise/state" health_listen)" ]' ||
 	fail "no health_listen"
 health=$(kv "$T/job/supervise/state" health_listen)
-"$PY" - "$health" <<'PY' || fail "/status or /metrics lacks the key count"
+# keys_served: /status and /metrics count 3 keys.  esv-healthd re-reads
+# the job's files at most every 100 ms (healthd/view.c): a view read
+# before the SETs may answer for that long.
+keys_served()
+{
+	"$PY" - "$health" 2>"$T/keys.err" <<'PY'
 import json, sys, urllib.request
 base = "http://" + sys.argv[1]
 st = json.load(urllib.request.urlopen(base + "/status", timeout=5))
@@ -91,6 +96,8 @@ m = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
 if "\nesv_store_keys 3\n" not in m:
     sys.exit("/metrics: no esv_store_keys 3")
 PY
+}
+wait_for -t 5 keys_served || fail "/status or /metrics lacks the key count: $(cat "$T/keys.err")"
 
 note "a restart gets a fresh store"
 timeout 5 bash -c 'printf t >"$1/supervise/control"' _ "$T/job"
