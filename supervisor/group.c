@@ -306,7 +306,7 @@ worker_child(void *arg)
 	sigset_t none;
 	int sig;
 
-	/* First: nothing of the job may run outside its cgroup (if not born in it). */
+	/* First: nothing of the job may run outside its cgroup. */
 	a->step = "cgroup";
 	if (a->cgprocs != -1 && write(a->cgprocs, "0", 1) != 1)
 		goto fail;
@@ -412,7 +412,8 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 		 * Not this kernel, or not under this seccomp filter; or the
 		 * child died before its first step (it returns only once the
 		 * child has exec'd or died): a kernel that killed it at birth.
-		 * Its zombie is reaped as a stranger's.
+		 * Its zombie is reaped as a stranger's.  The worker then moves
+		 * itself (a->cgprocs), as it does where it is not born in it.
 		 */
 		if ((pid == -1 && (e == ENOSYS || e == EINVAL || e == E2BIG ||
 		    e == EPERM)) || (pid > 0 && a.step == birth)) {

@@ -115,8 +115,8 @@ remove_job_cgroup(const char *job)
 	}
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/supervisor", job);
-	for (tries = 0; moved && tries < 100 && rmdir(path) == -1 && errno == EBUSY;
-	    tries++)
+	for (tries = 0; moved && tries < 100 && rmdir(path) == -1 &&
+	    errno == EBUSY; tries++)
 		poll(NULL, 0, 10);
 	rmdir(job);
 }
