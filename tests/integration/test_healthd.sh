@@ -35,6 +35,10 @@ REC=$T/rec.prog W_PLAN=$plan start_sup "$T/prog" --file-timer \
     --health-port 0 --health-address 127.0.0.1 --health-timeout 1s \
     --python "$PY" -- "$WORKERS/wd_worker.py"
 url=$(health_url "$T/prog")
+# esv-healthd says 503 "starting" until it has read a state the supervisor
+# wrote, and keeps what it read 100 ms: wait for its first 200.
+wait_for -t 10 eval 'get "$url" /healthz >/dev/null; [ "$(code)" = 200 ]' ||
+    fail "/healthz never said 200: $(code) $(cat "$T/body")"
 # Asked after the worker's 1st, 4th and 7th arm: the last 1.5 s after the
 # first, beyond the 1 s timeout, and 0.25 s before the next request.
 for k in 1 4 7; do
