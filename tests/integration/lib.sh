@@ -236,6 +236,14 @@ kv()
 	awk -v k="$2" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }' "$1" 2>/dev/null
 }
 
+# cgroup2_mount: where the cgroup v2 hierarchy is mounted (as esv-supervise
+# finds it in /proc/self/mountinfo), or nothing.
+cgroup2_mount()
+{
+	awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' \
+	    /proc/self/mountinfo | head -n 1
+}
+
 free_port()
 {
 	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 esv_setup 150
 
-MNT=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' /proc/self/mountinfo | head -n 1)
+MNT=$(cgroup2_mount)
 [ -n "$MNT" ] || skip "no cgroup2 mount"
 
 # The worker records the cgroup it runs in (its child grep's, the same)

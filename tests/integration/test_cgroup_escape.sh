@@ -30,7 +30,7 @@ CG=$(kv "$T/a/supervise/state" cgroup)
 grep -qx "$G" "$CG/workers/0/cgroup.procs" || fail "the grandchild $G is not in $CG/workers/0"
 # The supervisor: in a leaf of the job's where it had to leave its own
 # cgroup to lend the workers its controllers, else where it started.
-MNT=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' /proc/self/mountinfo | head -n 1)
+MNT=$(cgroup2_mount)
 REL=${CG#"$MNT"}
 PARENT=${REL%/*}
 SUP_CG=$(sed -n 's/^0:://p' "/proc/$SUP_PID/cgroup")
