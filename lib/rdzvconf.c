@@ -16,9 +16,24 @@ rdzv_conf_defaults(struct rdzv_conf *rc)
 	rc->last_call_ms = 30000;
 	rc->exit_barrier_ms = 300000;
 	rc->is_host = -1;
-	rc->lease_ttl_ms = 5000;
 	strlcpy(rc->prefix, "/esv", sizeof(rc->prefix));
 	strlcpy(rc->protocol, "http", sizeof(rc->protocol));
+}
+
+unsigned
+rdzv_lease_ms(const struct rdzv_conf *rc, int etcd)
+{
+	if (rc->lease_ttl_ms != 0)
+		return rc->lease_ttl_ms;
+	return etcd ? RDZV_LEASE_ETCD_MS : RDZV_LEASE_ESV_MS;
+}
+
+unsigned
+rdzv_fence_grace_ms(unsigned lease_ms)
+{
+	unsigned g = lease_ms / 5;
+
+	return g < 100 ? 100 : g > 2000 ? 2000 : g;
 }
 
 static int
@@ -85,12 +100,12 @@ set_pair(struct rdzv_conf *rc, const char *key, const char *v, char *why,
 		strlcpy(rc->protocol, v, sizeof(rc->protocol));
 		return 0;
 	}
-	if (strcmp(key, "lease_ttl") == 0) {
+	if (strcmp(key, "lease") == 0 || strcmp(key, "lease_ttl") == 0) {
 		if (set_duration(key, v, &rc->lease_ttl_ms, why, whylen) == -1)
 			return -1;
 		if (rc->lease_ttl_ms < 1000 || rc->lease_ttl_ms > 3600000)
-			return snprintf(why, whylen, "lease_ttl=%s: not within "
-			    "1 s..1 h", v), -1;
+			return snprintf(why, whylen, "%s=%s: not within "
+			    "1 s..1 h", key, v), -1;
 		return 0;
 	}
 	if (strcmp(key, "join_timeout") == 0)

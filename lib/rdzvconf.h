@@ -14,14 +14,29 @@ struct rdzv_conf {
 	unsigned	last_call_ms;		/* after min nodes, default 30 s */
 	unsigned	exit_barrier_ms;	/* default 300 s; 0: none */
 	int		is_host;		/* -1 auto, 0 never, 1 always */
+	/*
+	 * The node's lease ("lease", or "lease_ttl" as etcd calls it): how
+	 * long a node may go unheard before its ranks may be given away.
+	 * 0 until set: each backend has its own default (rdzv_lease_ms).
+	 */
+	unsigned	lease_ttl_ms;
 	/* etcd */
-	unsigned	lease_ttl_ms;		/* default 5 s */
 	char		cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
 	char		prefix[256];		/* default /esv */
 	char		protocol[8];		/* of HOST:PORT: http */
 };
 
+#define RDZV_LEASE_ESV_MS	1500
+#define RDZV_LEASE_ETCD_MS	5000
+
 void	rdzv_conf_defaults(struct rdzv_conf *rc);
+/* The lease in force: the one set, or the backend's default. */
+unsigned	rdzv_lease_ms(const struct rdzv_conf *rc, int etcd);
+/*
+ * The part of a lease given to stopping the workers of a node that has
+ * lost it: they get SIGTERM at lease - grace, SIGKILL at the lease's end.
+ */
+unsigned	rdzv_fence_grace_ms(unsigned lease_ms);
 /* Parse conf into rc; 0, or -1 with "key=value: why" in why. */
 int	rdzv_conf_parse(const char *conf, struct rdzv_conf *rc, char *why,
 	    size_t whylen);

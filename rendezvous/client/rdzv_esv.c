@@ -732,7 +732,7 @@ helper_start(struct esv *e)
 	}
 	prog_path("esv-rdzv-etcd", "rendezvous", "ESV_RDZV_ETCD", path,
 	    sizeof(path));
-	snprintf(ttl, sizeof(ttl), "%ums", rc->lease_ttl_ms);
+	snprintf(ttl, sizeof(ttl), "%ums", rdzv_lease_ms(rc, 1));
 	argv[a++] = path;
 	argv[a++] = "--endpoints";
 	argv[a++] = (char *)e->cfg->rdzv_endpoints;
