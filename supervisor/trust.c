@@ -12,6 +12,11 @@
 
 /* As the kernel's MAXSYMLINKS. */
 #define TRUST_LINKS_MAX	40
+/*
+ * O_PATH: a directory on the way may let us pass without letting us read
+ * it (a home of mode 0711); fstat and the *at calls take such an fd.
+ */
+#define WALK_OPEN	(O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
 /*
  * Owners are shown as numbers: a name would need NSS, which a static
@@ -99,7 +104,7 @@ follow(int *dfd, const char *name, const char *at, char *cur, char *rest,
 	*p = rest;
 	if (target[0] == '/') {
 		close(*dfd);
-		if ((*dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		if ((*dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
 			return walk_fail(-1, "/", errno, err, errlen);
 		cur[0] = '\0';
 	}
@@ -130,7 +135,7 @@ trust_open_dir(const char *path, int flags, mode_t mode, char *real,
 	if (n >= sizeof(rest))
 		return walk_fail(-1, path, ENAMETOOLONG, err, errlen);
 	cur[0] = '\0';
-	if ((dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	if ((dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    trust_check(dfd, "/", TRUST_STICKY_OK, err, errlen) == -1)
 		goto fail;
 	for (p = rest; ; ) {
@@ -150,7 +155,7 @@ trust_open_dir(const char *path, int flags, mode_t mode, char *real,
 			/* cur has no link in it: its parent is the real one. */
 			if ((slash = strrchr(cur, '/')) != NULL)
 				*slash = '\0';
-			fd = openat(dfd, "..", O_RDONLY | O_DIRECTORY |
+			fd = openat(dfd, "..", O_PATH | O_DIRECTORY |
 			    O_CLOEXEC);
 			if (fd == -1)
 				return walk_fail(dfd, cur, errno, err, errlen);
@@ -166,13 +171,11 @@ trust_open_dir(const char *path, int flags, mode_t mode, char *real,
 			return walk_fail(dfd, path, ENAMETOOLONG, err, errlen);
 		mk = (flags & TRUST_MKDIR) || ((flags & TRUST_MKDIR_LAST) &&
 		    last);
-		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
+		fd = openat(dfd, name, WALK_OPEN);
 		if (fd == -1 && errno == ENOENT && mk) {
 			if (mkdirat(dfd, name, mode) == -1 && errno != EEXIST)
 				return walk_fail(dfd, next, errno, err, errlen);
-			fd = openat(dfd, name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
+			fd = openat(dfd, name, WALK_OPEN);
 		}
 		if (fd == -1 && (errno == ELOOP || errno == ENOTDIR)) {
 			if (++links > TRUST_LINKS_MAX)
@@ -196,13 +199,14 @@ trust_open_dir(const char *path, int flags, mode_t mode, char *real,
 	    flags & TRUST_STICKY_OK, err, errlen) == -1)
 		goto fail;
 	if (real != NULL && strlcpy(real, cur[0] != '\0' ? cur : "/",
-	    reallen) >= reallen) {
-		close(dfd);
-		snprintf(err, errlen, "%s: %s", cur, strerror(ENAMETOOLONG));
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return dfd;
+	    reallen) >= reallen)
+		return walk_fail(dfd, cur, ENAMETOOLONG, err, errlen);
+	/* The very directory checked, now to be read and written in. */
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		return walk_fail(dfd, cur, errno, err, errlen);
+	close(dfd);
+	return fd;
 fail:
 	if (dfd != -1) {
 		int e = errno;
