@@ -151,10 +151,14 @@ open_control_dir(struct supervisor *sv, struct job_config *cfg)
 	const char *jd = sv->cfg->jobdir;
 	char why[1024];
 
-	sv->jobfd = trust_open_dir(jd, TRUST_MKDIR_LAST, 0755, NULL, 0, why,
-	    sizeof(why));
+	/* esv-run's, in a base of ours: made there, never a link (config.c). */
+	sv->jobfd = trust_open_dir(jd, TRUST_MKDIR_LAST | (cfg->jobdir_auto ?
+	    TRUST_NOFOLLOW_LAST : 0), 0755, NULL, 0, why, sizeof(why));
 	if (sv->jobfd == -1 && errno == EPERM)
 		diex(ESV_EXIT_USAGE, "%s", why);
+	if (sv->jobfd == -1 && errno == ELOOP && cfg->jobdir_auto)
+		diex(ESV_EXIT_USAGE, "%s: a symbolic link: refusing to follow "
+		    "it to a job directory; remove it", jd);
 	if (sv->jobfd == -1)
 		diex(ESV_EXIT_SYSTEM, "unable to open the job directory: %s",
 		    why);

@@ -117,6 +117,7 @@ trust_open_dir(const char *path, int flags, mode_t mode, char *real,
 {
 	/* cur is the path of dfd; "" stands for "/". */
 	char rest[PATH_MAX], cur[PATH_MAX], next[PATH_MAX], name[NAME_MAX + 1];
+	struct stat st;
 	const char *p;
 	char *slash;
 	size_t n;
@@ -178,6 +179,10 @@ trust_open_dir(const char *path, int flags, mode_t mode, char *real,
 			fd = openat(dfd, name, WALK_OPEN);
 		}
 		if (fd == -1 && (errno == ELOOP || errno == ENOTDIR)) {
+			if (last && (flags & TRUST_NOFOLLOW_LAST) &&
+			    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode))
+				return walk_fail(dfd, next, ELOOP, err, errlen);
 			if (++links > TRUST_LINKS_MAX)
 				return walk_fail(dfd, next, ELOOP, err, errlen);
 			if (follow(&dfd, name, next, cur, rest, &p, err,

@@ -16,6 +16,8 @@
 /* trust_open_dir: make the missing directories, or only the last one. */
 #define TRUST_MKDIR		0x2
 #define TRUST_MKDIR_LAST	0x4
+/* trust_open_dir: the last is never reached through a symbolic link. */
+#define TRUST_NOFOLLOW_LAST	0x8
 
 /*
  * 0 if fd (opened from path) is owned by the effective user or root and
@@ -33,7 +35,8 @@ int	trust_check(int fd, const char *path, int flags, char *err,
  * before and passed through trust_check.  Every directory on the way
  * may be sticky (/tmp); the last only with TRUST_STICKY_OK.  A symbolic
  * link is followed only if the effective user or root owns it, and its
- * target is walked under the same rules.  With TRUST_MKDIR, missing
+ * target is walked under the same rules (not the last with
+ * TRUST_NOFOLLOW_LAST: ELOOP).  With TRUST_MKDIR, missing
  * directories are made with mode; with TRUST_MKDIR_LAST, only the last.
  *
  * Returns an fd of the directory (O_CLOEXEC), and its path without any

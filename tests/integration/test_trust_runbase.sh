@@ -105,6 +105,7 @@ assert_eq $? 100 "esv-run's exit status in a base of mode 0755"
 refused "$T/c.err" "a base of mode 0755" \
     "$BASE: owner uid $TUID, mode 0755: open to others.*chmod 700 it$"
 assert_eq "$(ls -A "$BASE")" "" "what esv-run made in $BASE"
+assert_eq "$(stat -c %a "$BASE")" 755 "the mode of $BASE, left as it was"
 
 note "a base of the victim's, mode 0700: fine, the job directory in it"
 chmod 0700 "$BASE"
@@ -113,6 +114,16 @@ wait_sup -t 30 "$RUN_PID"
 assert_eq $? 0 "esv-run's exit status in its own base: $(cat "$T/d.err")"
 assert_grep_F "$T/d.err" "job directory $BASE/job4 "
 assert_eq "$(stat -c %U "$BASE/job4")" "$TU" "owner of $BASE/job4"
+# Even a link of the victim's own is not followed to a job directory.
+mkdir "$T/u5"
+chown "$TU:" "$T/u5"
+as_user ln -s "$T/u5" "$BASE/job5"
+victim_run "$T/d5" --no-python --rdzv-id job5 /bin/true
+wait_sup -t 30 "$RUN_PID"
+assert_eq $? 100 "esv-run's exit status, job5 a link"
+refused "$T/d5.err" "a job directory that is a link" \
+    "$BASE/job5: a symbolic link: refusing to follow it"
+assert_eq "$(ls -A "$T/u5")" "" "the directory behind $BASE/job5"
 
 note "root, an XDG_RUNTIME_DIR of another user's: ignored"
 ID=esv-itest-$$-$RANDOM

@@ -226,6 +226,10 @@ test_walk_links(void **state)
 	assert_real(fx, real, "a/b");
 	assert_int_equal(walk(fx, "abs/b/../b", 0, real, sizeof(real)), 0);
 	assert_real(fx, real, "a/b");
+	/* Not the last with TRUST_NOFOLLOW_LAST; the ones before, yes. */
+	assert_int_equal(walk(fx, "rel", TRUST_NOFOLLOW_LAST, NULL, 0), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(walk(fx, "abs/b", TRUST_NOFOLLOW_LAST, NULL, 0), 0);
 	/* The target is walked under the same rules. */
 	assert_int_equal(fchmodat(fx->fd, "a", 0777, 0), 0);
 	assert_int_equal(walk(fx, "rel", 0, NULL, 0), -1);
