@@ -40,7 +40,7 @@ envdir_value(const char *data, size_t n, char *out, size_t outlen)
 
 /*
  * 0 with the file's bytes in buf, -1 if it is skipped (a warning), -2 if
- * it is not trusted (the line in err).
+ * it is not trusted or a symbolic link (the line in err).
  */
 static int
 read_file(int dirfd, const char *path, const char *name, char *buf,
@@ -55,6 +55,12 @@ read_file(int dirfd, const char *path, const char *name, char *buf,
 	/* O_NONBLOCK: a FIFO put there must not hold up the loop. */
 	fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
 	    O_CLOEXEC);
+	/* Where it leads is not checked: refused as job.ini's link is. */
+	if (fd == -1 && errno == ELOOP) {
+		snprintf(err, errlen, "%s/%s: is a symbolic link: refusing to "
+		    "follow it; put the file itself there", path, name);
+		return -2;
+	}
 	if (fd == -1) {
 		warn_sys("%s/%s: skipped", path, name);
 		return -1;

@@ -52,6 +52,16 @@ run_sup -t 30 "$J" --no-python -- "${WORKER[@]}"
 refused "$J/env/LD_PRELOAD: owner uid 0, mode 0666: writable by group or others, so esv does not trust it; chmod go-w it$" \
     "a mode 0666 env/LD_PRELOAD"
 
+note "env/LD_PRELOAD a link to another user's file"
+J=$T/linked
+job "$J"
+echo "$EVIL" >"$T/their.LD_PRELOAD"
+chown "$TU:" "$T/their.LD_PRELOAD"
+ln -s "$T/their.LD_PRELOAD" "$J/env/LD_PRELOAD"
+run_sup -t 30 "$J" --no-python -- "${WORKER[@]}"
+refused "$J/env/LD_PRELOAD: is a symbolic link: refusing to follow it; put the file itself there$" \
+    "a link in env/"
+
 note "env/ itself of another user"
 J=$T/theirdir
 mkdir -m 0755 "$J"

@@ -149,10 +149,14 @@ note "root's own link on the way is followed, and the logs named without it"
 mkdir "$T/real"
 ln -s "$T/real" "$T/mine"
 J=$T/mine-job
-run_sup -t 30 "$J" --no-python --rdzv-id trust --log-dir "$T/mine/logs" -- /bin/true
+run_sup -t 30 "$J" --no-python --rdzv-id trust --log-dir "$T/mine/deep/logs" -- /bin/true
 assert_eq "$SUP_RC" 0 "exit status with root's link on the way: $(cat "$SUP_ERR")"
-[ -n "$(run_dir "$T/real/logs")" ] || fail "no run directory in $T/real/logs"
-assert_grep_F "$SUP_ERR" "logs in $T/real/logs/trust_"
+[ -n "$(run_dir "$T/real/deep/logs")" ] || fail "no run directory in $T/real/deep/logs"
+assert_grep_F "$SUP_ERR" "logs in $T/real/deep/logs/trust_"
+# The missing ones are made, mode 0755 less the umask.
+m=$(printf '%o' $((0755 & ~0$(umask))))
+assert_eq "$(stat -c '%U %a' "$T/real/deep" "$T/real/deep/logs" | tr '\n' ' ')" \
+    "root $m root $m " "owner and mode of the directories made"
 
 note "JOBDIR/logs, the default, made by esv itself"
 J=$T/plain
