@@ -1,4 +1,5 @@
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -768,31 +769,36 @@ ini_read(char *str, int num, void *stream)
 	return str;
 }
 
+static bool
+is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int
 load_ini(struct loadctx *ctx)
 {
 	const char *path = ctx->cfg->config_path;
-	char why[512];
+	char why[1024];
 	int r, rerr, dfd, fd;
 
 	/*
 	 * Its [env] reaches the workers, which may run as root: only a
 	 * JOBDIR and job.ini that nobody else can change are read (trust.h).
 	 */
-	dfd = open(ctx->cfg->jobdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = trust_open_dir(ctx->cfg->jobdir, 0, 0, NULL, 0, why,
+	    sizeof(why));
 	if (dfd == -1) {
 		if (errno == ENOENT)
 			return 0;
 		/* torchrun's habit: the script where esv wants JOBDIR. */
-		if (errno == ENOTDIR)
+		if (errno == ENOTDIR && is_file(ctx->cfg->jobdir))
 			return fail(ctx, "%s: a file, not a job directory; to "
 			    "run a script as torchrun does, use esv-run "
 			    "(esv-run [options] %s [args])", ctx->cfg->jobdir,
 			    ctx->cfg->jobdir);
-		return fail(ctx, "%s: %s", ctx->cfg->jobdir, strerror(errno));
-	}
-	if (trust_check(dfd, ctx->cfg->jobdir, 0, why, sizeof(why)) == -1) {
-		close(dfd);
 		return fail(ctx, "%s", why);
 	}
 	fd = openat(dfd, ESV_JOB_INI, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
@@ -1062,8 +1068,85 @@ in_use(const char *dir)
 }
 
 /*
- * esv-run's job directory: $XDG_RUNTIME_DIR/esv/, else /run/esv/ for
- * root, else one of its own under $TMPDIR; in it, the run id, or
+ * The base of esv-run's job directories.  Whoever can change it, or a
+ * directory above it, can swap a job directory (or logs/ in it) for a
+ * link to a file of ours, which the supervisor or a worker then writes
+ * (TORCHELASTIC_ERROR_FILE).  So it is reached only through directories
+ * nobody else can change (trust_open_dir), made and opened relative to
+ * them, and must be ours and for us alone (0700), as XDG_RUNTIME_DIR is.
+ */
+static int
+auto_base(struct loadctx *ctx, char *base, size_t len)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR"), *tmp = getenv("TMPDIR");
+	char parent[PATH_MAX], real[PATH_MAX], name[32], why[1024];
+	struct stat st;
+	uid_t euid = geteuid();
+	bool ours = false;
+	int pfd, fd;
+
+	/* Another user's (root's with sudo -E, too) is not ours to use. */
+	if (xdg != NULL && xdg[0] == '/' &&
+	    (fd = open(xdg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		ours = fstat(fd, &st) == 0 && st.st_uid == euid;
+		close(fd);
+	}
+	if (ours) {
+		strlcpy(parent, xdg, sizeof(parent));
+		strlcpy(name, "esv", sizeof(name));
+	} else if (euid == 0) {
+		strlcpy(parent, "/run", sizeof(parent));
+		strlcpy(name, "esv", sizeof(name));
+	} else {
+		strlcpy(parent, tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
+		    sizeof(parent));
+		snprintf(name, sizeof(name), "esv-%u", (unsigned)euid);
+	}
+	pfd = trust_open_dir(parent, TRUST_STICKY_OK, 0, real, sizeof(real),
+	    why, sizeof(why));
+	if (pfd == -1)
+		return fail(ctx, "the job directory's base: %s", why);
+	if ((size_t)snprintf(base, len, "%s/%s", real, name) >= len) {
+		close(pfd);
+		return fail(ctx, "the job directory's name is too long");
+	}
+	if (!ctx->cfg->dry_run && mkdirat(pfd, name, 0700) == -1 &&
+	    errno != EEXIST) {
+		close(pfd);
+		return fail(ctx, "%s: %s", base, strerror(errno));
+	}
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	close(pfd);
+	if (fd == -1 && errno == ENOENT && ctx->cfg->dry_run)
+		return 0;
+	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR))
+		return fail(ctx, "%s: not a directory (a symbolic link?): "
+		    "refusing it as the job directory's base; remove it, or "
+		    "name a job directory with --jobdir", base);
+	if (fd == -1)
+		return fail(ctx, "%s: %s", base, strerror(errno));
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return fail(ctx, "%s: %s", base, strerror(errno));
+	}
+	close(fd);
+	if (st.st_uid != euid)
+		return fail(ctx, "%s: owner uid %u, mode %04o: another user's, "
+		    "so esv does not make job directories in it; have it "
+		    "removed, or name a job directory with --jobdir", base,
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	if ((st.st_mode & 077) != 0)
+		return fail(ctx, "%s: owner uid %u, mode %04o: open to others, "
+		    "so esv does not make job directories in it; chmod 700 "
+		    "it", base, (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+/*
+ * esv-run's job directory: in $XDG_RUNTIME_DIR/esv/ if that is ours, else
+ * /run/esv/ for root, else $TMPDIR/esv-UID/ (/tmp); in it, the run id, or
  * RUNID.PID for torch's default id "none" and when an agent already runs
  * in RUNID (another node of the job on this host).
  */
@@ -1071,25 +1154,13 @@ static int
 auto_jobdir(struct loadctx *ctx)
 {
 	struct job_config *cfg = ctx->cfg;
-	const char *xdg = getenv("XDG_RUNTIME_DIR"), *tmp = getenv("TMPDIR");
 	char base[PATH_MAX], dir[PATH_MAX];
 	int n;
 
 	if (cfg->jobdir[0] != '\0')
 		return 0;
-	if (xdg != NULL && xdg[0] == '/')
-		n = snprintf(base, sizeof(base), "%s/esv", xdg);
-	else if (geteuid() == 0)
-		n = snprintf(base, sizeof(base), "/run/esv");
-	else {
-		n = snprintf(base, sizeof(base), "%s/esv-%u",
-		    tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
-		    (unsigned)geteuid());
-	}
-	if (n < 0 || (size_t)n >= sizeof(base))
-		return fail(ctx, "the job directory's name is too long");
-	if (!cfg->dry_run && mkdir(base, 0700) == -1 && errno != EEXIST)
-		return fail(ctx, "%s: %s", base, strerror(errno));
+	if (auto_base(ctx, base, sizeof(base)) == -1)
+		return -1;
 	n = snprintf(dir, sizeof(dir), "%s/%s", base, cfg->run_id);
 	/* torch's default id, or another node of the job on this host. */
 	if (strcmp(cfg->run_id, "none") == 0 || in_use(dir))

@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +14,7 @@
 
 #include "envdir.h"
 #include "msg.h"
+#include "trust.h"
 
 /* Longer files are refused: a value is one line, not a data file. */
 #define ENVDIR_MAX	(128 * 1024)
@@ -35,10 +38,15 @@ envdir_value(const char *data, size_t n, char *out, size_t outlen)
 	return 1;
 }
 
+/*
+ * 0 with the file's bytes in buf, -1 if it is skipped (a warning), -2 if
+ * it is not trusted or a symbolic link (the line in err).
+ */
 static int
 read_file(int dirfd, const char *path, const char *name, char *buf,
-    size_t *n)
+    size_t *n, char *err, size_t errlen)
 {
+	char file[PATH_MAX];
 	struct stat st;
 	ssize_t r;
 	size_t got = 0;
@@ -47,6 +55,12 @@ read_file(int dirfd, const char *path, const char *name, char *buf,
 	/* O_NONBLOCK: a FIFO put there must not hold up the loop. */
 	fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
 	    O_CLOEXEC);
+	/* Where it leads is not checked: refused as job.ini's link is. */
+	if (fd == -1 && errno == ELOOP) {
+		snprintf(err, errlen, "%s/%s: is a symbolic link: refusing to "
+		    "follow it; put the file itself there", path, name);
+		return -2;
+	}
 	if (fd == -1) {
 		warn_sys("%s/%s: skipped", path, name);
 		return -1;
@@ -55,6 +69,15 @@ read_file(int dirfd, const char *path, const char *name, char *buf,
 		warn_msg("%s/%s: not a regular file: skipped", path, name);
 		close(fd);
 		return -1;
+	}
+	/*
+	 * As job.ini: a file someone else could write sets LD_PRELOAD for
+	 * workers that may be root's.  Checked on the fd we read.
+	 */
+	snprintf(file, sizeof(file), "%s/%s", path, name);
+	if (trust_check(fd, file, 0, err, errlen) == -1) {
+		close(fd);
+		return -2;
 	}
 	while (got < ENVDIR_MAX &&
 	    (r = read(fd, buf + got, ENVDIR_MAX - got)) != 0) {
@@ -73,7 +96,8 @@ read_file(int dirfd, const char *path, const char *name, char *buf,
 }
 
 int
-envdir_apply(int dirfd, const char *path, struct envbuf *eb)
+envdir_apply(int dirfd, const char *path, struct envbuf *eb, char *err,
+    size_t errlen)
 {
 	struct dirent *de;
 	char *buf, *val;
@@ -101,7 +125,12 @@ envdir_apply(int dirfd, const char *path, struct envbuf *eb)
 			    de->d_name);
 			continue;
 		}
-		if (read_file(dirfd, path, de->d_name, buf, &n) == -1)
+		if ((r = read_file(dirfd, path, de->d_name, buf, &n, err,
+		    errlen)) == -2) {
+			count = -1;
+			break;
+		}
+		if (r == -1)
 			continue;
 		r = envdir_value(buf, n, val, ENVDIR_MAX + 1);
 		if (r == -1 || n == ENVDIR_MAX) {

@@ -25,8 +25,12 @@ int	envdir_value(const char *data, size_t n, char *out, size_t outlen);
  * Apply directory dirfd (path names it in messages) to eb: set or unset
  * each variable its files name.  A file that cannot be read, is not a
  * regular file or is too long is skipped with a warning naming it.
- * Returns the number of variables set or unset.
+ * Returns the number of variables set or unset; -1 if a file is a
+ * symbolic link or is not trusted (trust.h: another user owns it, or
+ * others can write it), with one line in err naming it, and eb only
+ * partly applied.
  */
-int	envdir_apply(int dirfd, const char *path, struct envbuf *eb);
+int	envdir_apply(int dirfd, const char *path, struct envbuf *eb,
+	    char *err, size_t errlen);
 
 #endif

@@ -100,8 +100,10 @@ supervisor_exit(struct supervisor *sv, int code)
  * The log base may be shared by many jobs and users (--log-dir): it is
  * trusted if nobody but us or root can write it, or if it has the sticky
  * bit (like /tmp), so that nobody else can rename or remove what we make
- * in it.  Below it, everything is reached by directory fd and made with
- * mkdirat, so no name another user placed there is ever followed.
+ * in it; and so is every directory above it, as the workers are handed
+ * paths through it (trust_open_dir).  Below it, everything is reached by
+ * directory fd and made with mkdirat, so no name another user placed
+ * there is ever followed.
  */
 static int make_run_dir(struct supervisor *sv);
 
@@ -115,18 +117,18 @@ logs_setup(struct supervisor *sv)
 	else
 		pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
 		    ESV_DEFAULT_LOG_DIR);
-	if (mkdir_p(base, 0755) == -1)
-		die(ESV_EXIT_SYSTEM, "unable to create %s", base);
-	/* Others read these paths, from other working directories. */
-	if (realpath(base, sv->log_base) == NULL)
-		die(ESV_EXIT_SYSTEM, "unable to resolve %s", base);
-	sv->logfd = open(sv->log_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (sv->logfd == -1)
-		die(ESV_EXIT_SYSTEM, "unable to open %s", sv->log_base);
-	if (trust_check(sv->logfd, sv->log_base, TRUST_STICKY_OK, why,
-	    sizeof(why)) == -1)
-		diex(ESV_EXIT_USAGE, "log directory %s", why);
+	/* log_base: others read these paths, from other directories. */
+	sv->logfd = trust_open_dir(base, TRUST_MKDIR | TRUST_STICKY_OK, 0755,
+	    sv->log_base, sizeof(sv->log_base), why, sizeof(why));
+	if (sv->logfd == -1) {
+		int code = errno == EPERM ? ESV_EXIT_USAGE : ESV_EXIT_SYSTEM;
+		size_t n = strlen(base);
+
+		/* why names the directory at fault: name the base too. */
+		if (strncmp(why, base, n) == 0 && why[n] == ':')
+			diex(code, "log directory %s", why);
+		diex(code, "log directory %s: %s", base, why);
+	}
 	/* Now, so that the first line can say where the logs go. */
 	(void)make_run_dir(sv);
 }
@@ -478,13 +480,19 @@ attempt_info(struct supervisor *sv, struct attempt_info *ai)
 }
 
 static void
-fail_to_start(struct supervisor *sv, const char *why)
+refuse_start(struct supervisor *sv, int code, const char *why)
 {
 	warn_msg("unable to start the worker group: %s", why);
-	sv->exit_code = ESV_EXIT_SYSTEM;
+	sv->exit_code = code;
 	set_state(sv, G_FAILED);
 	event_broadcast(sv, ESV_EVENT_FINISHED);
-	supervisor_exit(sv, ESV_EXIT_SYSTEM);
+	supervisor_exit(sv, code);
+}
+
+static void
+fail_to_start(struct supervisor *sv, const char *why)
+{
+	refuse_start(sv, ESV_EXIT_SYSTEM, why);
 }
 
 /*
@@ -567,7 +575,7 @@ group_launch(struct supervisor *sv)
 {
 	struct attempt_info ai;
 	unsigned i, n = sv->cfg->nproc_per_node;
-	char of[16];
+	char of[16], why[1024];
 	int r;
 
 	if (sv->workers == NULL) {
@@ -592,7 +600,8 @@ group_launch(struct supervisor *sv)
 	if (prepare_attempt_dir(sv) == -1)
 		fail_to_start(sv, "no log directory");
 
-	start_env_build(sv);
+	if (start_env_build(sv, why, sizeof(why)) == -1)
+		refuse_start(sv, ESV_EXIT_USAGE, why);
 	attempt_info(sv, &ai);
 	if (group_lock_reclaim(sv) != 0)
 		warn_msg("processes of an earlier attempt still hold %s/%s",

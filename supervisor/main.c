@@ -139,21 +139,29 @@ fd_budget(struct supervisor *sv)
 
 /*
  * JOBDIR, supervise/ and workers/ must be ours and writable by nobody
- * else (trust.h): root writes into them and runs what job.ini says.
- * Every file below is opened relative to jobfd, never through a symlink.
+ * else (trust.h): root writes into them and runs what job.ini says.  So
+ * must every directory above JOBDIR: whoever could rename one could put
+ * a link where a path we hand on leads (the store's state file, the
+ * workers' TORCHELASTIC_ERROR_FILE).  Every file below is opened
+ * relative to jobfd, never through a symlink.
  */
 static void
 open_control_dir(struct supervisor *sv, struct job_config *cfg)
 {
 	const char *jd = sv->cfg->jobdir;
-	char why[512];
+	char why[1024];
 
-	if (mkdir(jd, 0755) == -1 && errno != EEXIST)
-		die(ESV_EXIT_SYSTEM, "unable to create %s", jd);
-	if ((sv->jobfd = open(jd, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		die(ESV_EXIT_SYSTEM, "unable to open %s", jd);
-	if (trust_check(sv->jobfd, jd, 0, why, sizeof(why)) == -1)
+	/* esv-run's, in a base of ours: made there, never a link (config.c). */
+	sv->jobfd = trust_open_dir(jd, TRUST_MKDIR_LAST | (cfg->jobdir_auto ?
+	    TRUST_NOFOLLOW_LAST : 0), 0755, NULL, 0, why, sizeof(why));
+	if (sv->jobfd == -1 && errno == EPERM)
 		diex(ESV_EXIT_USAGE, "%s", why);
+	if (sv->jobfd == -1 && errno == ELOOP && cfg->jobdir_auto)
+		diex(ESV_EXIT_USAGE, "%s: a symbolic link: refusing to follow "
+		    "it to a job directory; remove it", jd);
+	if (sv->jobfd == -1)
+		diex(ESV_EXIT_SYSTEM, "unable to open the job directory: %s",
+		    why);
 	own_subdir(sv, ESV_SUPERVISE_DIR, 0700);
 	/* workers/N/env/ holds job.ini's [env]: its secrets too. */
 	own_subdir(sv, ESV_WORKERS_DIR, 0700);
@@ -386,6 +394,9 @@ main(int argc, char **argv)
 	sv.job_name = cfg.argv[0];
 
 	open_control_dir(&sv, &cfg);
+	/* env/ is read at every start: a refusal before any other work. */
+	if (start_env_build(&sv, err, sizeof(err)) == -1)
+		diex(ESV_EXIT_USAGE, "%s", err);
 	setup_loop(&sv);
 	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
 	notify_setup(&sv);

@@ -63,15 +63,17 @@ start_env_free(struct supervisor *sv)
 }
 
 /*
- * Its files become the workers' environment, which may be root's: only a
- * directory nobody else can change is read (trust.h), as job.ini.
+ * Its files become the workers' environment, which may be root's: as
+ * job.ini, only a directory and files nobody else can change are read
+ * (trust.h), and one that is not refuses the start, since skipping a file
+ * would start the workers with an environment nobody meant either.
  */
-void
-start_env_build(struct supervisor *sv)
+int
+start_env_build(struct supervisor *sv, char *err, size_t errlen)
 {
 	struct envbuf eb = { 0 };
-	char path[PATH_MAX], why[512];
-	int fd;
+	char path[PATH_MAX];
+	int fd, r = 0;
 
 	start_env_free(sv);
 	if (envbuf_copy(&eb, sv->environ) == -1)
@@ -81,18 +83,22 @@ start_env_build(struct supervisor *sv)
 	    O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1 && errno != ENOENT)
 		warn_sys("%s: not read", path);
-	else if (fd != -1 && trust_check(fd, path, 0, why, sizeof(why)) == -1)
-		warn_msg("%s: not read", why);
-	else if (fd != -1)
-		envdir_apply(fd, path, &eb);
+	else if (fd != -1 && (trust_check(fd, path, 0, err, errlen) == -1 ||
+	    envdir_apply(fd, path, &eb, err, errlen) == -1))
+		r = -1;
 	if (fd != -1)
 		close(fd);
+	if (r == -1) {
+		envbuf_free(&eb);
+		return -1;
+	}
 	/* envbuf keeps vars NULL-terminated, as environ; an empty one. */
 	if (eb.vars == NULL &&
 	    (eb.vars = calloc(1, sizeof(*eb.vars))) == NULL)
 		die(ESV_EXIT_SYSTEM, "unable to build the environment");
 	sv->start_env = eb.vars;
 	sv->start_env_len = eb.len;
+	return 0;
 }
 
 static void

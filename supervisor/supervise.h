@@ -229,8 +229,11 @@ void	resolve_python(struct supervisor *sv);
 /* Read job.ini again; source says who asked, for the messages. */
 void	supervisor_reload(struct supervisor *sv, const char *source,
 	    bool quiet);
-/* Build sv->start_env for the start that comes (JOBDIR/env/). */
-void	start_env_build(struct supervisor *sv);
+/*
+ * Build sv->start_env for the start that comes (JOBDIR/env/); -1 with one
+ * line in err if env/ or a file in it is not trusted: no start then.
+ */
+int	start_env_build(struct supervisor *sv, char *err, size_t errlen);
 
 /* group.c */
 void	logs_setup(struct supervisor *sv);

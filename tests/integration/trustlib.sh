@@ -4,6 +4,7 @@
 #			TGID; lets it pass through $T (mode 0711); skips
 #			with the reason when this cannot be done
 #	as_user CMD...	run CMD as that user, without supplementary groups
+#	as_nobody CMD...	the same as nobody, a third user
 
 trust_user()
 {
@@ -30,4 +31,11 @@ trust_have_user()
 as_user()
 {
 	setpriv --reuid="$TUID" --regid="$TGID" --clear-groups -- "$@"
+}
+
+# The attacker when esv-trust is the victim.
+as_nobody()
+{
+	setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" \
+	    --clear-groups -- "$@"
 }

@@ -64,7 +64,7 @@ test_apply(void **state)
 	assert_int_equal(mkfifoat(dfd, "FIFO", 0600), 0);
 	assert_int_equal(envbuf_copy(&eb, base), 0);
 	/* GONE, OVER, NEW: the dot file and the FIFO are skipped. */
-	assert_int_equal(envdir_apply(dfd, dir, &eb), 3);
+	assert_int_equal(envdir_apply(dfd, dir, &eb, NULL, 0), 3);
 	assert_string_equal(envbuf_get(&eb, "KEEP"), "1");
 	assert_null(envbuf_get(&eb, "GONE"));
 	assert_string_equal(envbuf_get(&eb, "OVER"), "new");
