@@ -214,6 +214,7 @@ on_signal(struct watch *w, uint32_t events)
 		    (unsigned)si.ssi_uid);
 		notify_stopping(sv);
 		sv->want_exit = true;
+		sv->rz.stopping = true;
 		if (sv->state == G_RUNNING || sv->state == G_STOPPING) {
 			if (sv->state == G_STOPPING)
 				group_signal(sv, (int)si.ssi_signo);

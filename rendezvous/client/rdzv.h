@@ -100,6 +100,12 @@ struct rdzv {
 	 * node of group rank 0); 0: the backend picks a free one, as before.
 	 */
 	unsigned			 offer_port;
+	/*
+	 * The supervisor is stopping (a signal, its exit): nothing is
+	 * started anew, not a hosted esv-rdzv that someone (Slurm on a
+	 * cancel) has just killed.
+	 */
+	bool				 stopping;
 	void				*priv;
 };
 
