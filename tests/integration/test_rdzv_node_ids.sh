@@ -87,8 +87,9 @@ assert_grep "$T/f3.out" '^ROUND '
 note "a supervisor presenting a live node's id is refused, and backs off"
 ESV_RDZV_NODE_ID=$id_a REC=$T/rec.c RZ_NODE=c RZ_STOP_FLAG=$T/stop \
     bed_sup c "$T/c" --rdzv-backend esv --rdzv-endpoint "$EP" \
-    --rdzv-id job1 --nnodes 2:3 --rdzv-conf "$CONF" --shutdown-timeout 3s \
-    --no-python -- "$WORKERS/rz_worker.sh"
+    --rdzv-id job1 --nnodes 2:3 --shutdown-timeout 3s --no-python \
+    --rdzv-conf "token_file=$T/token,last_call_timeout=1s,join_timeout=9s" \
+    -- "$WORKERS/rz_worker.sh"
 pid_c=$SUP_PID
 wait_for grep -q "refused node id $id_a" "$T/c.err" || fail "c: $(cat "$T/c.err")"
 n0=$(count_lines "$T/rdzv.err" "node id $id_a is in use")
@@ -102,8 +103,10 @@ note "c refused $((n1 - n0)) times in 6 s"
 assert_eq "$(count_lines "$T/c.err" 'refused node id')" 1 "c's lines on its refusals"
 assert_no_grep "$T/rdzv.err" 'job job1: .*(reconnected|lost)'
 assert_eq "$(recs a 'world=2 ')$(recs b 'world=2 ')" 11 "workers: untouched by c"
-kill -TERM "$pid_c"
-wait_sup -t 20 "$pid_c" || true
+# Refused for as long as a lives: c gives up at its join_timeout.
+wait_sup -t 20 "$pid_c"
+assert_eq $? 1 "c's exit status"
+assert_grep "$T/c.err" 'no round within join_timeout'
 
 touch "$T/stop"
 wait_sup -t 20 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
