@@ -554,7 +554,6 @@ on_line(struct esv *e, char *line)
 	e->seq_in++;
 	/* An ERR first is a refusal: not connected again, no backoff reset. */
 	if (!e->proven && m.verb != RV_ERR) {
-		e->proven = true;
 		e->up_since = mono_ms();
 		e->dup_logged = false;
 		if (e->outage_logged)
@@ -562,6 +561,7 @@ on_line(struct esv *e, char *line)
 			    e->endpoint);
 		e->outage_logged = false;
 	}
+	e->proven = true;
 	switch (m.verb) {
 	case RV_JOINED:
 		/* The round we are in, as our JOIN or the wait list got us. */
@@ -688,11 +688,10 @@ on_socket(struct watch *w, uint32_t events)
 static void
 maybe_host(struct esv *e)
 {
-	char err[256];
-	int r;
-
 	struct rdzv_host_args ha = { e->token_path, e->cfg->run_id,
 	    e->log_path };
+	char err[256];
+	int r;
 
 	if (!e->may_host || e->host_pid != 0 || e->rz->stopping)
 		return;
@@ -1019,9 +1018,8 @@ static int
 esv_open(struct rdzv *rz, char *err, size_t errlen)
 {
 	const struct rdzv_params *cfg = rz->cfg;
-	struct esv *e;
-
 	struct rdzv_host_args ha;
+	struct esv *e;
 
 	if ((e = esv_new(rz, err, errlen)) == NULL)
 		return -1;

@@ -74,8 +74,8 @@ usage(FILE *f)
 	    "[--help] [--version]\n"
 	    "A DURATION is 250ms, 1.5s, 2m or 1h; a bare number is milliseconds "
 	    "(seconds\nfor --idle-exit).\n"
-	    "Exit status: 0 stopped by SIGTERM or SIGINT or idle, 100 usage or "
-	    "configuration\nerror, 111 system error.\n");
+	    "Exit status: 0 stopped by SIGTERM or SIGINT, idle, or --parent "
+	    "gone; 100 usage or\nconfiguration error, 111 system error.\n");
 }
 
 static long long
