@@ -698,10 +698,13 @@ maybe_host(struct esv *e)
 	r = rdzv_host_try(&e->peer, &ha, &e->host_pid, err, sizeof(err));
 	if (r == -1)
 		warn_msg("rendezvous: %s", err);
-	else if (r == 1)
+	else if (r == 1) {
 		info_msg("rendezvous: hosting esv-rdzv on %s (pid %d); this "
 		    "node is the job's single point of failure for joins",
 		    e->endpoint, (int)e->host_pid);
+		if (e->rz->cb.host_changed != NULL)
+			e->rz->cb.host_changed(e->rz->cb.ctx, 0, e->host_pid);
+	}
 }
 
 /* The endpoint's addresses are known: connect to the next of them. */
@@ -1146,6 +1149,8 @@ esv_child_exited(struct rdzv *rz, pid_t pid, int status)
 	warn_msg("rendezvous: hosted esv-rdzv (pid %d) exited (status 0x%x)",
 	    (int)e->host_pid, status);
 	e->host_pid = 0;
+	if (rz->cb.host_changed != NULL)
+		rz->cb.host_changed(rz->cb.ctx, pid, 0);
 	return true;
 }
 
@@ -1195,6 +1200,8 @@ host_stop(struct esv *e)
 		}
 		nanosleep(&pause, NULL);
 	}
+	if (e->rz->cb.host_changed != NULL)
+		e->rz->cb.host_changed(e->rz->cb.ctx, e->host_pid, 0);
 	e->host_pid = 0;
 }
 

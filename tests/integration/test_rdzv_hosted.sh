@@ -73,7 +73,7 @@ wait_for -t 5 eval '[ -z "$(rdzv_pids)" ]' || fail "esv-rdzv left: $(rdzv_pids)"
 kill -KILL "$pid_b"
 wait "$pid_b" 2>/dev/null
 
-note "kill -9 of the supervisor: its esv-rdzv goes at once, and frees the port"
+note "kill -9 of the supervisor: its esv-rdzv, even stopped, goes at once, and frees the port"
 hnode a "$T/a2" 1:2
 pid_a=$SUP_PID
 wait_for -t 20 grep -q 'hosting esv-rdzv' "$T/a2.err" || fail "a2: $(cat "$T/a2.err")"
@@ -81,6 +81,9 @@ wait_for -t 20 eval '[ "$(count_lines "$T/rec" "world=1")" -ge 1 ]' ||
     fail "a2 alone: no round: $(cat "$T/a2.err")"
 rpid=$(rdzv_pids)
 [ -n "$rpid" ] || fail "no esv-rdzv for a2"
+# Stopped, it would not act on the SIGTERM of its parent's death: the
+# guardian kills it with the job.
+kill -STOP "$rpid"
 kill -KILL "$pid_a"
 wait "$pid_a" 2>/dev/null
 # "At once": well within the 10 s it lingered for, idle.
