@@ -41,7 +41,7 @@
 #define OUT_MAX		4096
 #define GREETING_MS	3000	/* to connect and be greeted */
 #define LOOKUP_MS	30000	/* a resolver's own retries fit in */
-#define HOST_STOP_MS	2000	/* for a hosted esv-rdzv to go on SIGTERM */
+#define HOST_STOP_MS	2000	/* for our esv-rdzv to go on SIGTERM */
 
 enum conn_state { C_DOWN, C_RESOLVING, C_CONNECTING, C_GREETING, C_UP };
 
@@ -53,7 +53,7 @@ struct esv {
 	const struct rdzv_params	*cfg;
 	char			 token[RDZV_TOKEN_MAX + 1];
 	char			 token_path[PATH_MAX];
-	char			 log_path[PATH_MAX];	/* a hosted server's */
+	char			 log_path[PATH_MAX];	/* its log */
 	char			 node_id[RDZV_NAME_MAX + 1];
 	/*
 	 * This supervisor's, for its life: the start of every cnonce, so
@@ -93,7 +93,7 @@ struct esv {
 	char			 out[OUT_MAX];
 	size_t			 outlen;
 	long long		 last_rx, last_tx, reconnect_at;
-	long long		 up_since;	/* accepted by the server; 0 */
+	long long		 up_since;	/* accepted by the server */
 	unsigned		 backoff_ms;
 	bool			 outage_logged;
 	bool			 dup_logged;	/* "duplicate" said */
@@ -445,8 +445,8 @@ on_err(struct esv *e, const char *code, const char *text)
 	 */
 	if (strcmp(code, "duplicate") == 0) {
 		if (!e->dup_logged)
-			warn_msg("rendezvous: esv-rdzv at %s refused node id %s: "
-			    "%s; retrying", e->endpoint, e->node_id, text);
+			warn_msg("rendezvous: esv-rdzv at %s refused node id "
+			    "%s: %s; retrying", e->endpoint, e->node_id, text);
 		e->dup_logged = e->outage_logged = true;
 		conn_lost(e, code);
 		return;
