@@ -47,6 +47,7 @@
 #define ESV_TIMER_FIFO		"supervise/timer.fifo"	/* default FIFO */
 #define ESV_WATCHDOG_SOCK	"supervise/watchdog.sock"
 #define ESV_RDZV_TOKEN		"supervise/rdzv.token"	/* --standalone's */
+#define ESV_RDZV_LOG		"supervise/rdzv.log"	/* our esv-rdzv */
 #define ESV_EVENT_DIR		"event"
 #define ESV_WORKERS_DIR		"workers"
 #define ESV_DEFAULT_LOG_DIR	"logs"	/* not "log": sv(8) reads log/ as a logger */

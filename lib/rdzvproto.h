@@ -71,7 +71,12 @@ enum rdzv_node_state {
  * new: <round> is the first round the node may join (one past the last it
  * ran; 0 if none), so that a JOIN sent twice for one round is one JOIN.
  * <cnonce> is the client's nonce, the same in every JOIN of a connection.
+ * Its first RDZV_INSTANCE_LEN characters are the same in every connection
+ * of one supervisor (its instance tag, random for its life), the rest are
+ * new for each: the server tells a node's reconnection from another node
+ * that presents the same node id.
  */
+#define RDZV_INSTANCE_LEN	16
 struct rdzv_join {
 	unsigned		version;
 	char			run_id[RDZV_NAME_MAX + 1];

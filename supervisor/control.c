@@ -112,7 +112,7 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 	if (d.want != 0)
 		sv->want = d.want;
 	if (d.want_exit)
-		sv->want_exit = true;
+		sv->want_exit = sv->rz.stopping = true;
 	switch (d.effect) {
 	case CTL_NONE:
 		break;

@@ -68,6 +68,7 @@ set_state(struct supervisor *sv, enum group_state st)
 void
 supervisor_exit(struct supervisor *sv, int code)
 {
+	sv->rz.stopping = true;
 	notify_stopping(sv);
 	watchdog_stop(sv);
 	healthd_stop(sv);
@@ -540,7 +541,7 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 	events_log(sv, "rdzv.failed", json_pack("{so}", "reason",
 	    json_text(why)));
 	if (sv->state == G_RUNNING) {
-		sv->want_exit = true;
+		sv->want_exit = sv->rz.stopping = true;
 		group_stop(sv, SIGTERM, STOP_EXIT);
 		return;
 	}

@@ -11,9 +11,10 @@
  * "-<pgid>\n" forgets it.  A worker writes its own "+" line, after setsid and before exec
  * (group.c), so no worker runs a program unknown to the guardian.  EOF
  * means the supervisor is gone: SIGKILL every recorded group, and sweep
- * /proc until nothing of the job is left.  A private esv-rdzv
- * (--standalone) serves nobody else: it is told to go too, and killed if
- * it does not.
+ * /proc until nothing of the job is left.  The esv-rdzv the supervisor
+ * hosts (a private one for --standalone, or the job's) goes too: told by
+ * a pidfd known at our start, and killed if it does not, or killed as a
+ * recorded group when started later.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -190,8 +191,7 @@ guardian_start(struct supervisor *sv)
 	 * The pidfd stays valid for it alone.
 	 */
 	rdzv_status(&sv->rz, &rs);
-	if (sv->cfg->standalone && rs.host_pid > 0 &&
-	    (rdzvfd = pidfd_open(rs.host_pid, 0)) == -1)
+	if (rs.host_pid > 0 && (rdzvfd = pidfd_open(rs.host_pid, 0)) == -1)
 		warn_sys("unable to open a pidfd for esv-rdzv (pid %d)",
 		    (int)rs.host_pid);
 	if ((pid = fork()) == -1)

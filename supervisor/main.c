@@ -222,6 +222,7 @@ on_signal(struct watch *w, uint32_t events)
 		    (unsigned)si.ssi_uid);
 		notify_stopping(sv);
 		sv->want_exit = true;
+		sv->rz.stopping = true;
 		if (sv->state == G_RUNNING || sv->state == G_STOPPING) {
 			if (sv->state == G_STOPPING)
 				group_signal(sv, (int)si.ssi_signo);
@@ -303,13 +304,31 @@ rdzv_status_changed(void *ctx)
 	report_group(ctx);
 }
 
+/*
+ * A hosted esv-rdzv (its own session and group) is killed by the
+ * guardian with the workers if we die: a stopped one, which our death's
+ * SIGTERM (esv-rdzv --parent) does not move, too.
+ */
+static void
+rdzv_host_changed(void *ctx, pid_t gone, pid_t started)
+{
+	struct supervisor *sv = ctx;
+
+	if (gone > 0)
+		guardian_drop(sv, gone);
+	if (started > 0)
+		guardian_add(sv, started);
+	guardian_flush(sv);
+}
+
 static void
 setup_rendezvous(struct supervisor *sv)
 {
 	struct rdzv_callbacks cb = { .done = rdzv_done, .failed = rdzv_failed,
 	    .membership_changed = rdzv_membership,
 	    .barrier_done = rdzv_barrier_done,
-	    .status_changed = rdzv_status_changed, .ctx = sv };
+	    .status_changed = rdzv_status_changed,
+	    .host_changed = rdzv_host_changed, .ctx = sv };
 	const struct job_config *cfg = sv->cfg;
 	struct rdzv_params *p = &sv->rzp;
 	char err[512];

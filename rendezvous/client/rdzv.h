@@ -62,6 +62,12 @@ struct rdzv_callbacks {
 	void	(*membership_changed)(void *ctx);
 	void	(*barrier_done)(void *ctx, bool released);
 	void	(*status_changed)(void *ctx);	/* rdzv_status() moved */
+	/*
+	 * A hosted esv-rdzv was started (started > 0) or is gone and reaped
+	 * (gone > 0), so that the supervisor's guardian kills it with the
+	 * job.  May be NULL.
+	 */
+	void	(*host_changed)(void *ctx, pid_t gone, pid_t started);
 	void	*ctx;
 };
 
@@ -100,6 +106,12 @@ struct rdzv {
 	 * node of group rank 0); 0: the backend picks a free one, as before.
 	 */
 	unsigned			 offer_port;
+	/*
+	 * The supervisor is stopping (a signal, its exit): nothing is
+	 * started anew, not a hosted esv-rdzv that someone (Slurm on a
+	 * cancel) has just killed.
+	 */
+	bool				 stopping;
 	void				*priv;
 };
 

@@ -32,9 +32,16 @@
 
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	2000
+/*
+ * Only a connection that served this long resets the backoff: one the
+ * server refuses or drops at once (a node id in use) must not reconnect
+ * at BACKOFF_MIN_MS for ever.
+ */
+#define STABLE_MS	(5 * BACKOFF_MAX_MS)
 #define OUT_MAX		4096
 #define GREETING_MS	3000	/* to connect and be greeted */
 #define LOOKUP_MS	30000	/* a resolver's own retries fit in */
+#define HOST_STOP_MS	2000	/* for our esv-rdzv to go on SIGTERM */
 
 enum conn_state { C_DOWN, C_RESOLVING, C_CONNECTING, C_GREETING, C_UP };
 
@@ -46,7 +53,15 @@ struct esv {
 	const struct rdzv_params	*cfg;
 	char			 token[RDZV_TOKEN_MAX + 1];
 	char			 token_path[PATH_MAX];
+	char			 log_path[PATH_MAX];	/* its log */
 	char			 node_id[RDZV_NAME_MAX + 1];
+	/*
+	 * This supervisor's, for its life: the start of every cnonce, so
+	 * that the server tells our reconnection (which replaces our stale
+	 * connection) from another node that presents our node id (refused
+	 * while ours lives).
+	 */
+	char			 instance[RDZV_INSTANCE_LEN + 1];
 	char			 host[256];
 	unsigned		 port;
 	char			 endpoint[300];
@@ -78,8 +93,10 @@ struct esv {
 	char			 out[OUT_MAX];
 	size_t			 outlen;
 	long long		 last_rx, last_tx, reconnect_at;
+	long long		 up_since;	/* accepted by the server */
 	unsigned		 backoff_ms;
 	bool			 outage_logged;
+	bool			 dup_logged;	/* "duplicate" said */
 
 	enum want		 want;
 	long long		 join_deadline, barrier_deadline;
@@ -274,13 +291,34 @@ conn_close(struct esv *e)
 	e->inlen = e->outlen = 0;
 	e->join_pending = e->joined = e->proven = false;
 	explicit_bzero(e->key, sizeof(e->key));
+	e->up_since = 0;
+}
+
+/*
+ * When to try again: exponential, capped, with jitter so that nodes cut
+ * off together do not come back in step.  Restarts from the minimum only
+ * after a connection that served STABLE_MS.
+ */
+static void
+backoff_next(struct esv *e, long long up_since)
+{
+	unsigned jitter;
+
+	if (up_since != 0 && mono_ms() - up_since >= STABLE_MS)
+		e->backoff_ms = 0;
+	if (e->backoff_ms == 0)
+		e->backoff_ms = BACKOFF_MIN_MS;
+	jitter = arc4random_uniform(e->backoff_ms / 4 + 1);
+	e->reconnect_at = mono_ms() + e->backoff_ms + jitter;
+	e->backoff_ms = e->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	    e->backoff_ms * 2;
 }
 
 /* Reconnect later, unless nothing is wanted of the server. */
 static void
 conn_lost(struct esv *e, const char *why)
 {
-	unsigned jitter;
+	long long up_since = e->up_since;
 
 	conn_close(e);
 	if (e->via_helper && e->want == W_RUNNING) {
@@ -298,12 +336,7 @@ conn_lost(struct esv *e, const char *why)
 		warn_msg("rendezvous: connection to %s lost (%s): workers keep "
 		    "running, reconnecting", e->endpoint, why);
 	e->outage_logged = true;
-	if (e->backoff_ms == 0)
-		e->backoff_ms = BACKOFF_MIN_MS;
-	jitter = arc4random_uniform(e->backoff_ms / 4 + 1);
-	e->reconnect_at = mono_ms() + e->backoff_ms + jitter;
-	e->backoff_ms = e->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
-	    e->backoff_ms * 2;
+	backoff_next(e, up_since);
 	e->rz->cb.status_changed(e->rz->cb.ctx);
 	rearm(e);
 }
@@ -404,6 +437,20 @@ on_restart(struct esv *e, unsigned round)
 static void
 on_err(struct esv *e, const char *code, const char *text)
 {
+	/*
+	 * Our node id is in use by a live connection of another supervisor:
+	 * it may be one that has just died (the server notices within its
+	 * heartbeats), so retry with backoff, saying so once; join_timeout
+	 * bounds the wait.
+	 */
+	if (strcmp(code, "duplicate") == 0) {
+		if (!e->dup_logged)
+			warn_msg("rendezvous: esv-rdzv at %s refused node id "
+			    "%s: %s; retrying", e->endpoint, e->node_id, text);
+		e->dup_logged = e->outage_logged = true;
+		conn_lost(e, code);
+		return;
+	}
 	/* Refusals that retrying cannot cure end the join. */
 	if (e->want == W_ROUND && strcmp(code, "limit") != 0) {
 		fail(e, "esv-rdzv at %s refused us: %s %s", e->endpoint, code,
@@ -424,6 +471,7 @@ on_greeting(struct esv *e, const struct rdzv_msg *m)
 		return;
 	}
 	rdzv_nonce(e->cnonce);
+	memcpy(e->cnonce, e->instance, RDZV_INSTANCE_LEN);
 	rdzv_session_key(e->token, m->u.hello.nonce, e->cnonce, e->key);
 	e->seq_in = e->seq_out = 0;
 	e->proven = false;
@@ -504,14 +552,16 @@ on_line(struct esv *e, char *line)
 		return;
 	}
 	e->seq_in++;
-	if (!e->proven) {
-		e->proven = true;
-		e->backoff_ms = 0;
+	/* An ERR first is a refusal: not connected again, no backoff reset. */
+	if (!e->proven && m.verb != RV_ERR) {
+		e->up_since = mono_ms();
+		e->dup_logged = false;
 		if (e->outage_logged)
 			info_msg("rendezvous: connected to %s again",
 			    e->endpoint);
 		e->outage_logged = false;
 	}
+	e->proven = true;
 	switch (m.verb) {
 	case RV_JOINED:
 		/* The round we are in, as our JOIN or the wait list got us. */
@@ -638,19 +688,23 @@ on_socket(struct watch *w, uint32_t events)
 static void
 maybe_host(struct esv *e)
 {
+	struct rdzv_host_args ha = { e->token_path, e->cfg->run_id,
+	    e->log_path };
 	char err[256];
 	int r;
 
-	if (!e->may_host || e->host_pid != 0)
+	if (!e->may_host || e->host_pid != 0 || e->rz->stopping)
 		return;
-	r = rdzv_host_try(&e->peer, e->token_path, &e->host_pid, err,
-	    sizeof(err));
+	r = rdzv_host_try(&e->peer, &ha, &e->host_pid, err, sizeof(err));
 	if (r == -1)
 		warn_msg("rendezvous: %s", err);
-	else if (r == 1)
+	else if (r == 1) {
 		info_msg("rendezvous: hosting esv-rdzv on %s (pid %d); this "
 		    "node is the job's single point of failure for joins",
 		    e->endpoint, (int)e->host_pid);
+		if (e->rz->cb.host_changed != NULL)
+			e->rz->cb.host_changed(e->rz->cb.ctx, 0, e->host_pid);
+	}
 }
 
 /* The endpoint's addresses are known: connect to the next of them. */
@@ -907,7 +961,8 @@ esv_new(struct rdzv *rz, char *err, size_t errlen)
 {
 	const struct rdzv_params *cfg = rz->cfg;
 	struct esv *e;
-	char hn[256];
+	char hn[256], nonce[RDZV_NONCE_LEN + 1];
+	const char *id;
 
 	if (!rdzv_name_ok(cfg->run_id) || !rdzv_name_ok(cfg->role)) {
 		snprintf(err, errlen, "rdzv_id %s, role %s: names for the "
@@ -934,12 +989,30 @@ esv_new(struct rdzv *rz, char *err, size_t errlen)
 		    strerror(errno));
 		return NULL;
 	}
+	rdzv_nonce(nonce);
+	strlcpy(e->instance, nonce, sizeof(e->instance));
+	id = getenv("ESV_RDZV_NODE_ID");
+	if (id != NULL && *id != '\0') {
+		/* Tests: two supervisors with one node id, on purpose. */
+		if (!rdzv_name_ok(id)) {
+			snprintf(err, errlen, "ESV_RDZV_NODE_ID %s: not a name "
+			    "for the rendezvous", id);
+			return NULL;
+		}
+		strlcpy(e->node_id, id, sizeof(e->node_id));
+		return e;
+	}
 	if (gethostname(hn, sizeof(hn)) == -1 || !rdzv_name_ok(hn))
 		strlcpy(hn, "node", sizeof(hn));
-	/* torch's descriptor shape; the pid keeps two supervisors apart. */
-	hn[RDZV_NAME_MAX - 16] = '\0';
-	if ((size_t)snprintf(e->node_id, sizeof(e->node_id), "%.100s_%d_0", hn,
-	    (int)getpid()) >= sizeof(e->node_id))
+	/*
+	 * torch's descriptor shape, host_pid_N, with N random for the life
+	 * of this supervisor: containers repeat host names and pids (a pid
+	 * namespace of their own), and the server rebuilds a round from
+	 * node ids after its restart, so the id must not change while we
+	 * live.
+	 */
+	if ((size_t)snprintf(e->node_id, sizeof(e->node_id), "%.100s_%d_%08x",
+	    hn, (int)getpid(), arc4random()) >= sizeof(e->node_id))
 		strlcpy(e->node_id, "node", sizeof(e->node_id));
 	return e;
 }
@@ -948,15 +1021,23 @@ static int
 esv_open(struct rdzv *rz, char *err, size_t errlen)
 {
 	const struct rdzv_params *cfg = rz->cfg;
+	struct rdzv_host_args ha;
 	struct esv *e;
 
 	if ((e = esv_new(rz, err, errlen)) == NULL)
 		return -1;
+	if (pathf(e->log_path, sizeof(e->log_path), "%s/%s", cfg->jobdir,
+	    ESV_RDZV_LOG) == -1) {
+		snprintf(err, errlen, "%s: JOBDIR path too long", cfg->jobdir);
+		return -1;
+	}
 	if (cfg->standalone) {
+		ha = (struct rdzv_host_args){ e->token_path, cfg->run_id,
+		    e->log_path };
 		if (pathf(e->token_path, sizeof(e->token_path), "%s/%s",
 		    cfg->jobdir, ESV_RDZV_TOKEN) == -1 ||
-		    rdzv_host_private(e->token_path, &e->port, &e->host_pid,
-		    err, errlen) == -1)
+		    rdzv_host_private(&ha, &e->port, &e->host_pid, err,
+		    errlen) == -1)
 			return -1;
 		strlcpy(e->host, "127.0.0.1", sizeof(e->host));
 		e->may_host = true;
@@ -1068,6 +1149,8 @@ esv_child_exited(struct rdzv *rz, pid_t pid, int status)
 	warn_msg("rendezvous: hosted esv-rdzv (pid %d) exited (status 0x%x)",
 	    (int)e->host_pid, status);
 	e->host_pid = 0;
+	if (rz->cb.host_changed != NULL)
+		rz->cb.host_changed(rz->cb.ctx, pid, 0);
 	return true;
 }
 
@@ -1094,6 +1177,34 @@ helper_wait(struct esv *e)
 	e->helper_pid = 0;
 }
 
+/*
+ * Our esv-rdzv goes with us, a private one or the job's: the other nodes
+ * needed it until the exit barrier released them all (or timed out), or
+ * the job ended here by a failure or a signal, which ends it for them
+ * too (as torch's store on the host).  Left running, it would hold the
+ * port and the job's settings for the next job on this host.  Waited for,
+ * a bounded while, so that nothing of ours outlives the supervisor.
+ */
+static void
+host_stop(struct esv *e)
+{
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
+	long long deadline = mono_ms() + HOST_STOP_MS;
+
+	kill(e->host_pid, SIGTERM);
+	while (waitpid(e->host_pid, NULL, WNOHANG) == 0) {
+		if (mono_ms() >= deadline) {
+			kill(e->host_pid, SIGKILL);
+			waitpid(e->host_pid, NULL, 0);
+			break;
+		}
+		nanosleep(&pause, NULL);
+	}
+	if (e->rz->cb.host_changed != NULL)
+		e->rz->cb.host_changed(e->rz->cb.ctx, e->host_pid, 0);
+	e->host_pid = 0;
+}
+
 static void
 esv_close(struct rdzv *rz, bool job_over)
 {
@@ -1107,9 +1218,8 @@ esv_close(struct rdzv *rz, bool job_over)
 	conn_close(e);
 	if (e->helper_pid != 0)
 		helper_wait(e);
-	/* A private server serves nobody else; a hosted one, the others. */
-	if (e->cfg->standalone && e->host_pid != 0)
-		kill(e->host_pid, SIGTERM);
+	if (e->host_pid != 0)
+		host_stop(e);
 	loop_del(rz->loop, &e->tw);
 	close(e->tw.fd);
 	explicit_bzero(e->token, sizeof(e->token));

@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,33 +14,72 @@
 #include "progpath.h"
 #include "rdzv_host.h"
 
+extern char **environ;
+
 
 /*
- * A hosted server outlives a supervisor killed by SIGKILL only until its
- * last client is gone: it must not linger as a stray daemon.
+ * esv-rdzv on fd 3 = lfd, in a session of its own, belonging to the job
+ * that hosts it: it serves that job's run id only, goes with this
+ * supervisor (--parent: the kernel's parent-death signal, whatever kills
+ * us), and holds none of our stdio, which may be a Slurm step's (that
+ * step completes only when every holder has closed it): stdin is
+ * /dev/null, stdout and stderr append to logpath.
  */
-#define HOST_IDLE_EXIT	"10"
-
-/* esv-rdzv on fd 3 = lfd, its stdout onto our stderr, in its own session. */
 static int
-spawn_server(int lfd, const char *tokenfile, pid_t *pid, char *err,
-    size_t errlen)
+spawn_server(int lfd, const struct rdzv_host_args *ha, pid_t *pid,
+    char *err, size_t errlen)
 {
-	char path[PATH_MAX];
-	char *argv[] = { path, "--listen-fd", "3", "--token-file",
-	    (char *)tokenfile, "--idle-exit", HOST_IDLE_EXIT, NULL };
-
-	/* A node without a token hosts a server without one. */
-	if (tokenfile[0] == '\0') {
-		argv[3] = "--allow-no-token";
-		argv[4] = "--idle-exit";
-		argv[5] = HOST_IDLE_EXIT;
-		argv[6] = NULL;
-	}
-	int e;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	char path[PATH_MAX], parent[32];
+	char *argv[16];
+	sigset_t none;
+	int a = 0, logfd, e;
 
 	prog_path("esv-rdzv", "rendezvous", "ESV_RDZV", path, sizeof(path));
-	if ((e = prog_spawn(argv, lfd, true, pid)) != 0) {
+	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	argv[a++] = path;
+	argv[a++] = "--listen-fd";
+	argv[a++] = "3";
+	/* A node without a token hosts a server without one. */
+	if (ha->tokenfile[0] == '\0')
+		argv[a++] = "--allow-no-token";
+	else {
+		argv[a++] = "--token-file";
+		argv[a++] = (char *)ha->tokenfile;
+	}
+	argv[a++] = "--only-job";
+	argv[a++] = (char *)ha->run_id;
+	argv[a++] = "--parent";
+	argv[a++] = parent;
+	argv[a] = NULL;
+	if ((logfd = open(ha->logpath, O_WRONLY | O_APPEND | O_CREAT |
+	    O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600)) == -1) {
+		snprintf(err, errlen, "unable to open %s: %s", ha->logpath,
+		    strerror(errno));
+		return -1;
+	}
+	sigemptyset(&none);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGMASK);
+	posix_spawn_file_actions_init(&fa);
+	/* Ours are open (sanitize_fds): lfd and logfd are 3 or above. */
+	e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
+	    0);
+	if (e == 0)
+		e = posix_spawn_file_actions_adddup2(&fa, logfd, 1);
+	if (e == 0)
+		e = posix_spawn_file_actions_adddup2(&fa, logfd, 2);
+	if (e == 0)
+		e = posix_spawn_file_actions_adddup2(&fa, lfd, 3);
+	if (e == 0)
+		e = posix_spawn(pid, path, &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(logfd);
+	if (e != 0) {
 		snprintf(err, errlen, "unable to start %s: %s", path,
 		    strerror(e));
 		return -1;
@@ -64,8 +105,8 @@ listen_on(const struct sockaddr *sa, socklen_t len)
 }
 
 int
-rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
-    char *err, size_t errlen)
+rdzv_host_private(const struct rdzv_host_args *ha, unsigned *port,
+    pid_t *pid, char *err, size_t errlen)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -79,8 +120,8 @@ rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
 	for (i = 0; i < sizeof(rnd); i++)
 		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
 	strlcat(token, "\n", sizeof(token));
-	if (atomic_write(tokenpath, token, strlen(token), 0600) == -1) {
-		snprintf(err, errlen, "unable to write %s: %s", tokenpath,
+	if (atomic_write(ha->tokenfile, token, strlen(token), 0600) == -1) {
+		snprintf(err, errlen, "unable to write %s: %s", ha->tokenfile,
 		    strerror(errno));
 		return -1;
 	}
@@ -93,13 +134,13 @@ rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
 		return -1;
 	}
 	*port = ntohs(sin.sin_port);
-	r = spawn_server(fd, tokenpath, pid, err, errlen);
+	r = spawn_server(fd, ha, pid, err, errlen);
 	close(fd);
 	return r;
 }
 
 int
-rdzv_host_try(const struct lookup_answer *a, const char *tokenfile,
+rdzv_host_try(const struct lookup_answer *a, const struct rdzv_host_args *ha,
     pid_t *pid, char *err, size_t errlen)
 {
 	unsigned i;
@@ -110,7 +151,7 @@ rdzv_host_try(const struct lookup_answer *a, const char *tokenfile,
 		fd = listen_on((const struct sockaddr *)&a->addr[i], a->len[i]);
 	if (fd == -1)
 		return 0;
-	r = spawn_server(fd, tokenfile, pid, err, errlen);
+	r = spawn_server(fd, ha, pid, err, errlen);
 	close(fd);
 	return r == 0 ? 1 : -1;
 }

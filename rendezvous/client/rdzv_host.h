@@ -12,20 +12,28 @@
 
 #include "lookup.h"
 
+/* What a hosted esv-rdzv is started with. */
+struct rdzv_host_args {
+	const char	*tokenfile;	/* "": --allow-no-token */
+	const char	*run_id;	/* the one job it serves */
+	const char	*logpath;	/* its stdout and stderr, appended */
+};
+
 /*
- * --standalone: write a fresh token to tokenpath (mode 0600), listen on
- * 127.0.0.1 at a free port and start esv-rdzv there.  0 with *port and
- * *pid set, or -1 with err set.
+ * --standalone: write a fresh token to ha->tokenfile (mode 0600), listen
+ * on 127.0.0.1 at a free port and start esv-rdzv there.  0 with *port
+ * and *pid set, or -1 with err set.
  */
-int	rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
-	    char *err, size_t errlen);
+int	rdzv_host_private(const struct rdzv_host_args *ha, unsigned *port,
+	    pid_t *pid, char *err, size_t errlen);
 
 /*
  * Listen on the first of the endpoint's addresses that is an address of
  * this host and free, and start esv-rdzv there.  1 hosting (*pid set), 0
  * not ours to host (not local, or already taken), -1 error (err set).
  */
-int	rdzv_host_try(const struct lookup_answer *a, const char *tokenfile,
-	    pid_t *pid, char *err, size_t errlen);
+int	rdzv_host_try(const struct lookup_answer *a,
+	    const struct rdzv_host_args *ha, pid_t *pid, char *err,
+	    size_t errlen);
 
 #endif

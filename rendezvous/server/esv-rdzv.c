@@ -3,6 +3,7 @@
  * options, sockets, the event loop; rdzv_server.c decides everything.
  */
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -68,11 +69,13 @@ usage(FILE *f)
 	    "                [--max-unauth N] [--max-unauth-per-addr N] "
 	    "[--auth-timeout DURATION]\n"
 	    "                [--recovery-timeout DURATION] "
-	    "[--idle-exit DURATION] [--help] [--version]\n"
+	    "[--idle-exit DURATION]\n"
+	    "                [--only-job RUN_ID] [--parent PID] "
+	    "[--help] [--version]\n"
 	    "A DURATION is 250ms, 1.5s, 2m or 1h; a bare number is milliseconds "
 	    "(seconds\nfor --idle-exit).\n"
-	    "Exit status: 0 stopped by SIGTERM or SIGINT or idle, 100 usage or "
-	    "configuration\nerror, 111 system error.\n");
+	    "Exit status: 0 stopped by SIGTERM or SIGINT, idle, or --parent "
+	    "gone; 100 usage or\nconfiguration error, 111 system error.\n");
 }
 
 static long long
@@ -515,6 +518,8 @@ main(int argc, char *argv[])
 		{ "max-unauth-per-addr", required_argument, NULL, 'a' },
 		{ "auth-timeout", required_argument, NULL, 'T' },
 		{ "idle-exit", required_argument, NULL, 'i' },
+		{ "only-job", required_argument, NULL, 'o' },
+		{ "parent", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -528,6 +533,7 @@ main(int argc, char *argv[])
 	const char *listens[LISTEN_MAX];
 	char token[RDZV_TOKEN_MAX + 1];
 	int ch, nlisten = 0, lfd = -1, i;
+	pid_t parent = 0;
 
 	while ((ch = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -581,6 +587,16 @@ main(int argc, char *argv[])
 			g.idle_ms = dur_arg("--idle-exit", optarg, 1000, 0,
 			    (long long)INT_MAX / 1000 * 1000);
 			break;
+		case 'o':
+			if (!rdzv_name_ok(optarg))
+				diex(ESV_EXIT_USAGE, "--only-job %s: not a run "
+				    "id (1-%d characters of A-Z a-z 0-9 . _ : "
+				    "@ + -)", optarg, RDZV_NAME_MAX);
+			conf.only_job = optarg;
+			break;
+		case 'P':
+			parent = num_arg("--parent", optarg, 2, INT_MAX);
+			break;
 		case 'v':
 			conf.verbose = true;
 			break;
@@ -599,6 +615,14 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return ESV_EXIT_USAGE;
 	}
+	/*
+	 * The server an esv-supervise hosts for its job goes with it, SIGKILL
+	 * included: the kernel's signal when the parent dies, and a parent
+	 * gone already before that was asked for.
+	 */
+	if (parent != 0 && (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
+	    getppid() != parent))
+		return ESV_EXIT_OK;
 	/*
 	 * Without a token every session key comes from the empty one: any
 	 * client that reaches us can join any job, as with torch's c10d.

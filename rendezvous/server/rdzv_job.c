@@ -422,6 +422,20 @@ refuse_mismatch(struct rdzv_server *srv, struct rdzv_sconn *sc,
 		    j->last_call_ms);
 }
 
+/*
+ * Two connections of one supervisor: a reconnection, which replaces the
+ * stale one.  A supervisor's cnonces begin with its instance tag (the
+ * first RDZV_INSTANCE_LEN characters, esv-rdzv(8)); another node with
+ * the same node id (a pid namespace and host name of its own, or a
+ * copied configuration) has another tag, and must not push out a live
+ * node: each would push out the other for ever.
+ */
+static bool
+same_instance(const struct rdzv_sconn *a, const struct rdzv_sconn *b)
+{
+	return strncmp(a->cnonce, b->cnonce, RDZV_INSTANCE_LEN) == 0;
+}
+
 void
 job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
     const struct rdzv_join *j)
@@ -429,6 +443,12 @@ job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	struct job *job;
 	struct node *nd;
 
+	if (srv->conf.only_job != NULL &&
+	    strcmp(srv->conf.only_job, j->run_id) != 0) {
+		srv_refuse(srv, sc, "job", "this server serves job %s only, "
+		    "not %s", srv->conf.only_job, j->run_id);
+		return;
+	}
 	if (j->max_nodes > srv->conf.max_nodes) {
 		srv_refuse(srv, sc, "limit", "max %u above this server's "
 		    "limit of %u nodes", j->max_nodes, srv->conf.max_nodes);
@@ -450,6 +470,13 @@ job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	if (nd == NULL && job->nnodes >= srv->conf.max_nodes) {
 		srv_refuse(srv, sc, "limit", "job %s has %u nodes already",
 		    job->run_id, job->nnodes);
+		return;
+	}
+	if (nd != NULL && nd->sc != sc && !nd->sc->dead &&
+	    !same_instance(nd->sc, sc)) {
+		srv_refuse(srv, sc, "duplicate", "job %s: node id %s is in use "
+		    "by %s, a live connection of another supervisor",
+		    job->run_id, nd->id, nd->sc->peer);
 		return;
 	}
 	if (nd != NULL && nd->sc != sc) {

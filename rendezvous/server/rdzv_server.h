@@ -30,6 +30,8 @@ struct rdzv_server_conf {
 	unsigned	max_unauth;
 	unsigned	max_unauth_per_addr;
 	unsigned	auth_ms;
+	/* Not NULL: the one run id served (a server hosted by its job). */
+	const char	*only_job;
 };
 
 struct rdzv_server_ops {

@@ -108,10 +108,12 @@ esv_cleanup()
 	sleep 0.1
 	esv_kill_tagged
 	# The daemons a test starts write their sanitizers' reports to the
-	# stderr files the test keeps: a report fails the test that passed.
+	# stderr files the test keeps (a hosted esv-rdzv to its job's
+	# supervise/rdzv.log): a report fails the test that passed.
 	if [ "$rc" -eq 0 ] && [ -d "$T" ] && grep -rlE \
 	    'ERROR: (Address|Leak|Memory|Thread)Sanitizer|runtime error: ' \
-	    --include='*.err' "$T" >"$T/.sanitizer" 2>/dev/null; then
+	    --include='*.err' --include=rdzv.log "$T" >"$T/.sanitizer" \
+	    2>/dev/null; then
 		echo "FAIL: ${0##*/}: a sanitizer report in $(tr '\n' ' ' <"$T/.sanitizer")" >&2
 		rc=1
 	fi

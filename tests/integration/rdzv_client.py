@@ -17,7 +17,7 @@ As a command:
 
     rdzv_client.py ADDR hello
     rdzv_client.py ADDR join RUN NODE --token-file F [--min 2 --max 3 ...]
-        [--until ROUND] [--interactive]
+        [--until ROUND] [--interactive] [--instance HEX16]
     rdzv_client.py ADDR raw 'LINE' ...
     rdzv_client.py ADDR smoke --token-file F
 
@@ -337,6 +337,9 @@ def main():
         j.add_argument("--" + opt, type=int, default=default)
     j.add_argument("--role", default="default")
     j.add_argument("--node-addr", default="127.0.0.1")
+    j.add_argument("--instance", default=None,
+                   help="16 hex digits: the start of the cnonce, as a "
+                   "supervisor's instance tag (default: random)")
     j.add_argument("--state", default="new",
                    choices=("new", "running", "done"))
     j.add_argument("--until", default="ROUND",
@@ -363,6 +366,8 @@ def main():
             c.send_line(line, sealed=False)
         a.until, a.interactive = "", False
     else:
+        if a.instance is not None:
+            c.cnonce = a.instance + c.cnonce[len(a.instance):]
         c.join(a.run_id, a.node_id, load_token(a.token_file), a.nproc,
                a.min, a.max, a.last_call, a.role, a.node_addr, a.port,
                a.state, a.round, a.group_rank, a.world, a.version)

@@ -89,7 +89,8 @@ for i in 1 2 3; do
 	[ "$i" = 3 ] && kill -STOP "$rdzv"
 	kill -KILL "$SUP_PID"
 	wait "$SUP_PID" 2>/dev/null
-	# Its own --idle-exit would take 10 s.
+	# The parent-death signal (--parent) ends it; a stopped one, the
+	# guardian's SIGKILL.
 	wait_for -t 3 none_marked "$M" ||
 	    fail "run $i: alive 3 s after kill -9 of the supervisor: $(marked "$M")"
 done

@@ -39,6 +39,7 @@ struct fconn {
 	bool			 joined;	/* advance() keeps it alive */
 	bool			 silent;	/* ... unless set */
 	bool			 pings;		/* record the server's PINGs */
+	const char		*instance;	/* NULL: every test's one */
 };
 
 struct fx {
@@ -257,6 +258,9 @@ fc_key(struct fconn *c)
 	if (c->keyed)
 		return;
 	rdzv_nonce(c->cnonce);
+	/* One supervisor unless a test says: its reconnections replace. */
+	memcpy(c->cnonce, c->instance != NULL ? c->instance :
+	    "0123456789abcdef", RDZV_INSTANCE_LEN);
 	rdzv_session_key(TOKEN, c->nonce, c->cnonce, c->key);
 	c->keyed = true;
 }
@@ -764,6 +768,30 @@ test_replace_connection(void **state)
 	expect(&fx->c[4], "JOINED 0 1 0");
 }
 
+/* Another supervisor with n0's id: refused while n0 is connected. */
+static void
+test_duplicate_refused(void **state)
+{
+	struct fx *fx = *state;
+
+	expect(join(fx, 0, "new"), "JOINED 0 1 0");
+	fc_connect(fx, 4);
+	fx->c[4].instance = "fedcba9876543210";
+	join_full(fx, &fx->c[4], "job", "n0", 4, "default", "new");
+	expect(&fx->c[4], "ERR duplicate job job: node id n0 is in use by "
+	    "10.0.0.9:4000, a live connection of another supervisor");
+	assert_true(fx->c[4].closed);
+	assert_false(fx->c[0].closed);
+	expect_none(&fx->c[0]);
+	/* Its connection gone, n0's id is free for anyone. */
+	lose(fx, &fx->c[0]);
+	fc_connect(fx, 5);
+	fx->c[5].instance = "fedcba9876543210";
+	join_full(fx, &fx->c[5], "job", "n0", 4, "default", "new");
+	expect(&fx->c[5], "JOINED ");
+	assert_false(fx->c[5].closed);
+}
+
 static void
 test_recovery(void **state)
 {
@@ -1002,6 +1030,7 @@ main(void)
 		T(test_not_reading),
 		T(test_reconnect),
 		T(test_replace_connection),
+		T(test_duplicate_refused),
 		T(test_recovery),
 		T(test_recovery_done),
 		T(test_recovery_timeout),
