@@ -149,6 +149,7 @@ struct node {
 	bool			 busy;		/* a write in flight */
 	bool			 echo;		/* wait for it in the copy */
 	unsigned		 lc_round;	/* of the last call being made */
+	unsigned		 held_logged;	/* round + 1 */
 	bool			 stale;		/* lost a race: reading */
 	bool			 close_wanted;	/* CLOSE to write */
 	bool			 doubt_logged;
@@ -1470,20 +1471,56 @@ close_step(struct node *n, struct state *st)
 
 static void	set_scope(struct node *, bool full);
 
+/*
+ * A member of round c - 1 that is neither back in round c nor finished,
+ * and whose join key still exists: its lease lives, so its workers may
+ * still run with their ranks (it is cut off from etcd, or still stopping
+ * them).  Round c would give those ranks away: it waits until the node
+ * joins, or etcd expires its lease, never on a timeout of its own (the
+ * last call, the 5 s of a restart).  NULL if there is none.
+ */
+static const char *
+ranks_held(struct node *n, unsigned c)
+{
+	char pfx[64];
+	struct kv *kv;
+	const char *id;
+
+	if (c == 0)
+		return NULL;
+	snprintf(pfx, sizeof(pfx), "a/%u/", c - 1);
+	KV_PREFIX_FOREACH(kv, n, pfx) {
+		id = kv->key + strlen(pfx);
+		if (kv_getf(n, "r/%u/join/%s", c - 1, id) != NULL &&
+		    kv_getf(n, "r/%u/exit/%s", c - 1, id) == NULL &&
+		    kv_getf(n, "r/%u/join/%s", c, id) == NULL)
+			return id;
+	}
+	return NULL;
+}
+
 static void
 decide_open(struct node *n, const struct state *st)
 {
 	char pfx[64];
 	unsigned c = st->round, joined;
+	const char *held;
 
 	snprintf(pfx, sizeof(pfx), "r/%u/join/", c);
 	if ((joined = kv_count(n, pfx)) == 0)
 		return;
 	if (joined >= st->max ||
 	    (joined >= st->min && all_expected_in(n, st)) ||
-	    (joined >= st->min && n->lastcall_gone == (long long)c))
-		commit(n, st);
-	else if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
+	    (joined >= st->min && n->lastcall_gone == (long long)c)) {
+		if ((held = ranks_held(n, c)) == NULL)
+			commit(n, st);
+		else if (n->held_logged != c + 1) {
+			info_msg("etcd: job %s: round %u waits for node %s of "
+			    "round %u: its lease lives, its workers may run",
+			    n->me.run_id, c, held, c - 1);
+			n->held_logged = c + 1;
+		}
+	} else if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
 		lastcall_open(n, st);
 }
 
