@@ -65,6 +65,10 @@ usage(FILE *f)
 	    "[--help] [--version]\n"
 	    "Started by esv-supervise with its socket as fd 3; not for use "
 	    "on its own.\n"
+	    "The lease (default 2s, or etcd's minimum if longer): while "
+	    "workers run, no keep-alive\nanswered for the lease less a "
+	    "fifth hangs up on the supervisor, which stops them.\n"
+	    "TLS files beside an http:// endpoint are refused.\n"
 	    "Exit status: 0 the supervisor let go, 100 usage error, 111 "
 	    "system error.\n");
 }
