@@ -5,7 +5,7 @@
 # that a worker of the cut-off node still holds.  Separate hosts (netbed):
 # etcd on e, nodes a, b, c; the cable of the node holding rank 0 is pulled.
 # Every worker appends its start to one file and, at start, looks for a
-# live worker of its rank (workers/fence_worker.sh): "OVERLAP" there is
+# live worker of its rank (workers/etcd_fence_worker.sh): "OVERLAP" there is
 # two live workers with one global rank.  Before the fence the cut-off
 # node's workers ran for the whole partition.
 . "$(dirname "$0")/lib.sh"
@@ -30,7 +30,7 @@ for n in a b c; do
 	    --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id fence \
 	    --nnodes 2:3 --nproc-per-node 2 \
 	    --rdzv-conf last_call_timeout=1s,join_timeout=30s,lease=2s \
-	    --shutdown-timeout 3s --no-python -- "$WORKERS/fence_worker.sh"
+	    --shutdown-timeout 3s --no-python -- "$WORKERS/etcd_fence_worker.sh"
 	eval "PID_$n=\$SUP_PID"
 done
 starts() { count_lines "$LIVES" "^start .* world=$1 "; }
