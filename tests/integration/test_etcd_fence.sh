@@ -8,12 +8,17 @@
 # live worker of its rank (workers/etcd_fence_worker.sh): "OVERLAP" there is
 # two live workers with one global rank.  Before the fence the cut-off
 # node's workers ran for the whole partition.
+# Then a round opened for another reason while a node is cut off (a new
+# node waits, and there is room): with a lease longer than the round's
+# own wait (5 s for the nodes expected back), the round must still wait
+# for etcd to expire the cut-off node's lease; it once completed without
+# it, giving its ranks away while its workers ran.
 . "$(dirname "$0")/lib.sh"
-esv_setup 150
+esv_setup 170
 . "$ESV_TEST_DIR/netbed.sh"
 bed_init
 bed_host e
-for n in a b c; do
+for n in a b c d; do
 	bed_host $n
 done
 ETCD_BED=e
@@ -81,5 +86,43 @@ touch "$T/stop"
 for n in a b c; do
 	eval "pid=\$PID_$n"
 	wait_sup -t 30 "$pid"; assert_eq $? 0 "$n's exit status"
+done
+rm "$T/stop"
+
+note "a lease of 10 s: a round opened for a newcomer waits for it to expire"
+LIVES=$T/lives2
+: >"$LIVES"
+sup2()
+{
+	RZ_NODE=$1 RZ_STOP_FLAG=$T/stop bed_sup "$1" "$T/$1-2" \
+	    --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id held \
+	    --nnodes 2:4 --nproc-per-node 2 \
+	    --rdzv-conf last_call_timeout=1s,join_timeout=60s,lease=10s \
+	    --shutdown-timeout 3s --no-python -- "$WORKERS/etcd_fence_worker.sh"
+	eval "PID_$1=\$SUP_PID"
+}
+for n in a b c; do
+	sup2 $n
+done
+wait_for -t 40 eval '[ "$(starts 6)" -ge 6 ]' ||
+    fail "no round of three: $(cat "$LIVES"; tail -3 "$T"/[abc]-2.err)"
+# The node with the highest ranks: the new round of a, b and d gives
+# them to d, whatever the order of the ids.
+cut=$(sed -n 's/^start node=\([abc]\) .* rank=5 world=6 .*/\1/p' "$LIVES")
+[ -n "$cut" ] || fail "no rank 5: $(cat "$LIVES")"
+bed_link "$cut" down
+sup2 d
+wait_for -t 40 eval '[ "$(starts 6)" -ge 12 ]' ||
+    fail "no round without $cut: $(cat "$LIVES"; tail -3 "$T"/[abcd]-2.err)"
+assert_no_grep "$LIVES" '^OVERLAP' "two live workers with one global rank"
+bed_link "$cut" up
+wait_for -t 40 eval '[ "$(starts 8)" -ge 8 ]' ||
+    fail "$cut is not back: $(tail -3 "$T/$cut-2.err")"
+assert_no_grep "$LIVES" '^OVERLAP' "two live workers with one global rank"
+
+touch "$T/stop"
+for n in a b c d; do
+	eval "pid=\$PID_$n"
+	wait_sup -t 40 "$pid"; assert_eq $? 0 "$n's exit status"
 done
 exit 0
