@@ -5,8 +5,8 @@
 # left in it.  Each node stopped its workers before its lease could run
 # out (it fenced); when etcd answers again each asks for a new round, and
 # the leader must open one for a round with no member left, as it does
-# when one member is lost.  It once did only while a member still ran, so the nodes waited
-# for each other until join_timeout and the job failed.
+# when one member is lost.  It once did only while a member still ran, so
+# the nodes waited for each other until join_timeout and the job failed.
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
 RZ_BACKEND=etcd

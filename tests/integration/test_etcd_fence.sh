@@ -79,7 +79,8 @@ done
 note "the cable back: $cut joins again, a round of three"
 bed_link "$cut" up
 wait_for -t 40 eval '[ "$(starts 6)" -ge 12 ]' ||
-    fail "no round of three after the heal: $(cat "$LIVES"; tail -5 "$T"/[abc].err)"
+    fail "no round of three after the heal: $(cat "$LIVES"
+	tail -5 "$T"/[abc].err)"
 assert_no_grep "$LIVES" '^OVERLAP' "two live workers with one global rank"
 
 touch "$T/stop"

@@ -872,7 +872,8 @@ test_contradictions(void **state)
 	assert_int_equal(load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
 	    "h:1,[::1]", "--rdzv-conf", "cacert=/etc/hostname", "DIR", "t.py"),
 	    0);
-	assert_string_equal(f->cfg.rdzv_endpoint, "https://h:1,https://[::1]:2379");
+	assert_string_equal(f->cfg.rdzv_endpoint,
+	    "https://h:1,https://[::1]:2379");
 	assert_int_equal(load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
 	    "h:1", "DIR", "t.py"), 0);
 	assert_string_equal(f->cfg.rdzv_endpoint, "http://h:1");

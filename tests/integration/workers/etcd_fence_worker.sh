@@ -23,7 +23,8 @@ while read -r what node pid rank rest; do
 	echo "OVERLAP rank=$RANK node=${RZ_NODE:-?} pid=$$" \
 	    "world=$WORLD_SIZE; alive: $node pid=$p t=$(now)" >>"$LIVES"
 done <"$LIVES"
-trap 'echo "end pid=$$ rank=$RANK world=$WORLD_SIZE t=$(now)" >>"$LIVES"; exit 143' TERM
+end() { echo "end pid=$$ rank=$RANK world=$WORLD_SIZE t=$(now)" >>"$LIVES"; }
+trap 'end; exit 143' TERM
 while :; do
 	[ -n "${RZ_STOP_FLAG:-}" ] && [ -e "$RZ_STOP_FLAG" ] && exit 0
 	sleep 0.1 & wait $!
