@@ -53,6 +53,13 @@ for how in "http://$hp|" "$hp|,protocol=http"; do
 	assert_eq "$(wc -l <"$T/x.err")" 1 "lines said"
 done
 
+# esv-rdzv-etcd itself, given URLs and files by hand.
+rc=0
+"$ESV_BIN_DIR/../rendezvous/esv-rdzv-etcd" --endpoints "http://$hp" \
+    --run-id x --cacert "$T/pki/ca.pem" 3</dev/null 2>"$T/x.err" || rc=$?
+assert_eq "$rc" 100 "esv-rdzv-etcd's exit status with --cacert and http://"
+assert_grep "$T/x.err" "http://$hp: plaintext, but --cacert, --cert or --key asks for TLS"
+
 note "a TLS file that is not there: 100 at once"
 rc=0
 "$SUP" --rdzv-backend etcd --rdzv-endpoint "$EP" --rdzv-id x --nnodes 1 \
