@@ -17,7 +17,6 @@ rdzv_conf_defaults(struct rdzv_conf *rc)
 	rc->exit_barrier_ms = 300000;
 	rc->is_host = -1;
 	strlcpy(rc->prefix, "/esv", sizeof(rc->prefix));
-	strlcpy(rc->protocol, "http", sizeof(rc->protocol));
 }
 
 unsigned
@@ -196,5 +195,56 @@ endpoint_parse(const char *ep, unsigned defport, char *host, size_t hostlen,
 	*port = defport;
 	if (ps != NULL && parse_uint(ps, 1, 65535, port, why, whylen) == -1)
 		return -1;
+	return 0;
+}
+
+int
+rdzv_etcd_url(const struct rdzv_conf *rc, const char *ep, char *url,
+    size_t urllen, char *why, size_t whylen)
+{
+	bool tls = rc->cacert[0] != '\0' || rc->cert[0] != '\0' ||
+	    rc->key[0] != '\0';
+	const char *scheme = rc->protocol[0] != '\0' ? rc->protocol :
+	    tls ? "https" : "http";
+	char host[256];
+	unsigned port;
+
+	if (tls && strcmp(scheme, "http") == 0)
+		return snprintf(why, whylen, "rdzv_conf: protocol=http beside "
+		    "cacert, cert or key: TLS is etcd's only authentication, "
+		    "and plaintext would drop it (use https)"), -1;
+	if (strncmp(ep, "http://", 7) == 0) {
+		if (tls)
+			return snprintf(why, whylen, "rdzv_endpoint: %s: "
+			    "plaintext beside cacert, cert or key: TLS is "
+			    "etcd's only authentication (use https://)", ep),
+			    -1;
+		if (strcmp(scheme, "https") == 0)
+			return snprintf(why, whylen, "rdzv_endpoint: %s: "
+			    "plaintext, but rdzv_conf says protocol=https", ep),
+			    -1;
+	}
+	if (strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0) {
+		if (strlcpy(url, ep, urllen) >= urllen)
+			return snprintf(why, whylen, "rdzv_endpoint: %s: too "
+			    "long", ep), -1;
+		return 0;
+	}
+	if (strstr(ep, "://") != NULL)
+		return snprintf(why, whylen, "rdzv_endpoint: %s: etcd is "
+		    "reached by http:// or https://", ep), -1;
+	if (endpoint_parse(ep, 2379, host, sizeof(host), &port, why,
+	    whylen) == -1) {
+		/* endpoint_parse's why, under the key it is of. */
+		char w[256];
+
+		strlcpy(w, why, sizeof(w));
+		snprintf(why, whylen, "rdzv_endpoint: %s", w);
+		return -1;
+	}
+	if ((size_t)snprintf(url, urllen, strchr(host, ':') != NULL ?
+	    "%s://[%s]:%u" : "%s://%s:%u", scheme, host, port) >= urllen)
+		return snprintf(why, whylen, "rdzv_endpoint: %s: too long",
+		    ep), -1;
 	return 0;
 }

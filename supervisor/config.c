@@ -1279,9 +1279,8 @@ validate_etcd(struct loadctx *ctx)
 	struct job_config *cfg = ctx->cfg;
 	const char *files[] = { cfg->rdzv.cacert, cfg->rdzv.cert,
 	    cfg->rdzv.key }, *names[] = { "cacert", "cert", "key" };
-	char copy[sizeof(cfg->rdzv_endpoint)], *ep, *save, host[256], why[256];
+	char copy[sizeof(cfg->rdzv_endpoint)], *ep, *save, url[512], why[256];
 	char urls[sizeof(cfg->rdzv_endpoint)] = "";
-	unsigned port;
 	size_t i;
 
 	strlcpy(cfg->rdzv_backend, "etcd", sizeof(cfg->rdzv_backend));
@@ -1297,21 +1296,10 @@ validate_etcd(struct loadctx *ctx)
 	    ep = strtok_r(NULL, ",", &save)) {
 		if (urls[0] != '\0')
 			strlcat(urls, ",", sizeof(urls));
-		if (strncmp(ep, "http://", 7) == 0 ||
-		    strncmp(ep, "https://", 8) == 0) {
-			strlcat(urls, ep, sizeof(urls));
-			continue;
-		}
-		if (strstr(ep, "://") != NULL)
-			return fail(ctx, "rdzv_endpoint: %s: etcd is reached "
-			    "by http:// or https://", ep);
-		if (endpoint_parse(ep, 2379, host, sizeof(host), &port, why,
+		if (rdzv_etcd_url(&cfg->rdzv, ep, url, sizeof(url), why,
 		    sizeof(why)) == -1)
-			return fail(ctx, "rdzv_endpoint: %s", why);
-		snprintf(why, sizeof(why), strchr(host, ':') != NULL ?
-		    "%s://[%s]:%u" : "%s://%s:%u", cfg->rdzv.protocol, host,
-		    port);
-		if (strlcat(urls, why, sizeof(urls)) >= sizeof(urls))
+			return fail(ctx, "%s", why);
+		if (strlcat(urls, url, sizeof(urls)) >= sizeof(urls))
 			return fail(ctx, "rdzv_endpoint: too long");
 	}
 	strlcpy(cfg->rdzv_endpoint, urls, sizeof(cfg->rdzv_endpoint));

@@ -9,6 +9,10 @@
  * Its life is the socket's: when the supervisor closes it, or stops
  * talking for three heartbeats (it was stopped or is wedged), the lease
  * is revoked, so that the other nodes go on without this one at once.
+ * The other way round, when the lease may run out under running workers
+ * (etcd out of reach), it hangs up on the supervisor: the supervisor
+ * kills the workers of a rendezvous it has lost, and their ranks are
+ * free before etcd can give them to anyone (esv-rdzv-etcd(8), Fencing).
  */
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -28,6 +32,7 @@
 #include "loop.h"
 #include "msg.h"
 #include "node.h"
+#include "rdzvconf.h"
 #include "rdzvproto.h"
 
 #define OUT_MAX		(64 * 1024)
@@ -60,11 +65,16 @@ usage(FILE *f)
 	    "[--help] [--version]\n"
 	    "Started by esv-supervise with its socket as fd 3; not for use "
 	    "on its own.\n"
+	    "The lease (default 2s, or etcd's minimum if longer): while "
+	    "workers run, no keep-alive\nanswered for the lease less a "
+	    "fifth hangs up on the supervisor, which stops them.\n"
+	    "TLS files beside an http:// endpoint are refused.\n"
 	    "Exit status: 0 the supervisor let go, 100 usage error, 111 "
 	    "system error.\n");
 }
 
 static void	link_close(const char *why);
+static void	gone(void *ctx);
 
 static void
 flush_out(void)
@@ -119,6 +129,14 @@ say(void *ctx, const struct rdzv_msg *m)
 		return;
 	send_line(line, rdzv_msg_format_sealed(line, sizeof(line), m, g.key,
 	    RDZV_TO_CLIENT, g.seq_out++));
+}
+
+static void
+fence(void *ctx)
+{
+	(void)ctx;
+	/* node.c said why; the hang-up is what stops the workers. */
+	link_close(NULL);
 }
 
 static void
@@ -339,10 +357,12 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	struct etcd_conf ec = { .call_timeout_ms = 5000 };
-	struct node_ops ops = { say, gone, NULL };
+	struct node_ops ops = { say, gone, fence, NULL };
 	struct rdzv_msg hello = { .verb = RV_HELLO };
 	const char *prefix = "/esv", *run_id = NULL;
-	unsigned ttl_ms = 5000;
+	unsigned ttl_ms = RDZV_LEASE_ETCD_MS;
+	struct epoll_event ev;
+	unsigned i;
 	char line[RDZV_LINE_MAX], err[256];
 	int ch;
 
@@ -386,6 +406,13 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return ESV_EXIT_USAGE;
 	}
+	/* TLS is the only authentication etcd has: never drop it silently. */
+	for (i = 0; i < ec.nendpoints; i++)
+		if ((ec.cacert != NULL || ec.cert != NULL || ec.key != NULL) &&
+		    strncmp(ec.endpoints[i], "http://", 7) == 0)
+			diex(ESV_EXIT_USAGE, "--endpoints: %s: plaintext, but "
+			    "--cacert, --cert or --key asks for TLS: use "
+			    "https://", ec.endpoints[i]);
 	if (fcntl(3, F_SETFD, FD_CLOEXEC) == -1)
 		die(ESV_EXIT_USAGE, "fd 3 (the supervisor's socket)");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
@@ -412,9 +439,24 @@ main(int argc, char *argv[])
 	send_line(line, rdzv_msg_format(line, sizeof(line), &hello));
 	rearm();
 	g.status = -1;
-	while (g.status == -1)
-		if (loop_once(&g.lp, -1) == -1 && errno != EINTR)
+	while (g.status == -1) {
+		/*
+		 * Wait without taking the events (they are level-triggered),
+		 * then look at the lease before any handler runs: back from
+		 * a stop, a line of the supervisor's or a reply of etcd's
+		 * must not be acted on by a node whose lease may be gone.
+		 */
+		if (epoll_wait(g.lp.epfd, &ev, 1, -1) == -1) {
+			if (errno == EINTR)
+				continue;
 			die(ESV_EXIT_SYSTEM, "epoll_wait");
+		}
+		if (!g.closing)
+			node_fence_check(g.node);
+		if (g.status == -1 && loop_once(&g.lp, 0) == -1 &&
+		    errno != EINTR)
+			die(ESV_EXIT_SYSTEM, "epoll_wait");
+	}
 	node_free(g.node);
 	etcd_free(g.etcd);
 	curl_global_cleanup();

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* libbsd's tree.h marks its static functions __unused, which glibc
@@ -52,6 +53,7 @@
 #include "msg.h"
 #include "node.h"
 #include "ranks.h"
+#include "rdzvconf.h"
 
 #define RECOVERY_MS	5000	/* a restarted round waits its members */
 #define WATCH_RETRY_MS	200
@@ -112,13 +114,19 @@ struct node {
 	struct loop		*lp;
 	struct node_ops		 ops;
 	char			 prefix[512];
-	unsigned		 ttl_ms;
+	unsigned		 ttl_ms;	/* etcd's, once granted */
 
 	long long		 lease;		/* 0: none yet */
 	bool			 lease_asked;
 	bool			 keepalive_asked;
-	long long		 lease_ok_at;	/* last proof it lives */
+	/*
+	 * The last proof the lease lives: the time the keep-alive that etcd
+	 * answered was SENT.  etcd renewed it on receipt, later, so its
+	 * expiry is after lease_ok_at + ttl_ms, never before.
+	 */
+	long long		 lease_ok_at;
 	long long		 lease_sent_at;
+	bool			 fenced;
 
 	struct kvtree		 kvs;
 	bool			 full;		/* leading: the copy is of all */
@@ -141,6 +149,7 @@ struct node {
 	bool			 busy;		/* a write in flight */
 	bool			 echo;		/* wait for it in the copy */
 	unsigned		 lc_round;	/* of the last call being made */
+	unsigned		 held_logged;	/* round + 1 */
 	bool			 stale;		/* lost a race: reading */
 	bool			 close_wanted;	/* CLOSE to write */
 	bool			 doubt_logged;
@@ -1462,20 +1471,56 @@ close_step(struct node *n, struct state *st)
 
 static void	set_scope(struct node *, bool full);
 
+/*
+ * A member of round c - 1 that is neither back in round c nor finished,
+ * and whose join key still exists: its lease lives, so its workers may
+ * still run with their ranks (it is cut off from etcd, or still stopping
+ * them).  Round c would give those ranks away: it waits until the node
+ * joins, or etcd expires its lease, never on a timeout of its own (the
+ * last call, the 5 s of a restart).  NULL if there is none.
+ */
+static const char *
+ranks_held(struct node *n, unsigned c)
+{
+	char pfx[64];
+	struct kv *kv;
+	const char *id;
+
+	if (c == 0)
+		return NULL;
+	snprintf(pfx, sizeof(pfx), "a/%u/", c - 1);
+	KV_PREFIX_FOREACH(kv, n, pfx) {
+		id = kv->key + strlen(pfx);
+		if (kv_getf(n, "r/%u/join/%s", c - 1, id) != NULL &&
+		    kv_getf(n, "r/%u/exit/%s", c - 1, id) == NULL &&
+		    kv_getf(n, "r/%u/join/%s", c, id) == NULL)
+			return id;
+	}
+	return NULL;
+}
+
 static void
 decide_open(struct node *n, const struct state *st)
 {
 	char pfx[64];
 	unsigned c = st->round, joined;
+	const char *held;
 
 	snprintf(pfx, sizeof(pfx), "r/%u/join/", c);
 	if ((joined = kv_count(n, pfx)) == 0)
 		return;
 	if (joined >= st->max ||
 	    (joined >= st->min && all_expected_in(n, st)) ||
-	    (joined >= st->min && n->lastcall_gone == (long long)c))
-		commit(n, st);
-	else if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
+	    (joined >= st->min && n->lastcall_gone == (long long)c)) {
+		if ((held = ranks_held(n, c)) == NULL)
+			commit(n, st);
+		else if (n->held_logged != c + 1) {
+			info_msg("etcd: job %s: round %u waits for node %s of "
+			    "round %u: its lease lives, its workers may run",
+			    n->me.run_id, c, held, c - 1);
+			n->held_logged = c + 1;
+		}
+	} else if (joined >= st->min && kv_getf(n, "r/%u/lastcall", c) == NULL)
 		lastcall_open(n, st);
 }
 
@@ -1589,8 +1634,8 @@ evaluate(struct node *n)
 {
 	struct state st;
 
-	if (!n->ready || n->busy || n->stale || n->lease == 0 ||
-	    n->rev < n->need_rev)
+	if (node_fence_check(n) || !n->ready || n->busy || n->stale ||
+	    n->lease == 0 || n->rev < n->need_rev)
 		return;
 	/*
 	 * A lease not confirmed within its TTL may be gone (we were
@@ -1877,8 +1922,16 @@ on_grant(void *ctx, json_t *reply, const char *err)
 	n->lease = id;
 	n->lease_ok_at = n->lease_sent_at;
 	n->doubt_logged = false;
-	if (ttl * 1000 > n->ttl_ms)
-		info_msg("etcd: lease TTL %lld s (etcd's minimum)", ttl);
+	/*
+	 * etcd's TTLs are whole seconds, and it raises one below its minimum
+	 * (1.5 election timeouts, rounded up: 2 s by default): the lease
+	 * that expires is the one etcd granted, and the fence keeps to it.
+	 */
+	if (ttl > 0 && ttl <= 3600 && ttl * 1000 > n->ttl_ms) {
+		info_msg("etcd: lease TTL %lld s (%u ms asked; etcd's TTLs are "
+		    "whole seconds, at least its minimum)", ttl, n->ttl_ms);
+		n->ttl_ms = ttl * 1000;
+	}
 	evaluate(n);
 	rearm(n);
 }
@@ -1980,6 +2033,57 @@ shutdown_step(struct node *n)
 
 /* ---- time ---- */
 
+/*
+ * The supervisor runs workers with ranks of ours: it was told a round
+ * (RUNNING), or came back with one it runs (REATTACH).  In the exit
+ * barrier they have all finished.
+ */
+static bool
+workers_run(const struct node *n)
+{
+	return n->phase == PH_RUNNING || (n->phase == PH_REATTACH &&
+	    n->me.state == RS_RUNNING);
+}
+
+/*
+ * etcd expires the lease no sooner than lease_ok_at + ttl_ms; the
+ * workers are to be dead by then, so they are stopped a grace earlier
+ * (SIGTERM, then SIGKILL at the grace's end: rdzv_fence_grace_ms).
+ */
+static long long
+fence_at(const struct node *n)
+{
+	return n->lease_ok_at + n->ttl_ms - rdzv_fence_grace_ms(n->ttl_ms);
+}
+
+bool
+node_fence_check(struct node *n)
+{
+	long long now = mono_ms(), end;
+	double wend;
+	time_t t;
+	struct tm tm;
+	char at[32];
+
+	if (n->fenced)
+		return true;
+	if (n->shutting || n->gone || !workers_run(n) || now < fence_at(n))
+		return false;
+	end = n->lease_ok_at + n->ttl_ms;
+	wend = wall_now() + (end - now) / 1000.0;
+	t = (time_t)wend;
+	gmtime_r(&t, &tm);
+	strftime(at, sizeof(at), "%H:%M:%S", &tm);
+	warn_msg("etcd: job %s: lease may run out at %s.%03d UTC (no "
+	    "keep-alive answered for %lld ms of its %u): fencing",
+	    n->me.run_id, at, (int)((wend - (double)t) * 1000), now -
+	    n->lease_ok_at, n->ttl_ms);
+	n->fenced = true;
+	n->phase = PH_IDLE;
+	n->ops.fence(n->ops.ctx);
+	return true;
+}
+
 static void
 rearm(struct node *n)
 {
@@ -2000,6 +2104,9 @@ rearm(struct node *n)
 		SOONER(n->lease_ok_at + n->ttl_ms);
 	if (n->lease == 0 && !n->lease_asked)
 		SOONER(now + WATCH_RETRY_MS);
+	/* Even if etcd never answers: the calls in flight just hang. */
+	if (workers_run(n) && !n->fenced)
+		SOONER(fence_at(n));
 #undef SOONER
 	timer_arm_ms(n->timer.fd, at == -1 ? -1 : at > now ? at - now : 0);
 }
@@ -2034,11 +2141,13 @@ on_timer(struct watch *w, uint32_t events)
 	 * the mono clock tells first, and the workers must stop before we
 	 * act on an old copy.
 	 */
+	if (node_fence_check(n))
+		return;
 	if (n->lease != 0 && now >= n->lease_ok_at + n->ttl_ms &&
 	    !n->doubt_logged) {
 		warn_msg("etcd: job %s: no keep-alive answered within the "
-		    "lease's TTL: workers keep running; deciding nothing until "
-		    "etcd answers", n->me.run_id);
+		    "lease's TTL: deciding nothing until etcd answers",
+		    n->me.run_id);
 		n->doubt_logged = true;
 	}
 	if (n->lease == 0 && !n->lease_asked)
@@ -2069,6 +2178,8 @@ node_new(struct etcd *e, struct loop *lp, const char *prefix,
 	n->lp = lp;
 	n->ops = *ops;
 	n->ttl_ms = ttl_ms;
+	/* A supervisor back with running workers has until then. */
+	n->lease_ok_at = mono_ms();
 	n->told_waiting = -1;
 	n->lastcall_gone = -1;
 	RB_INIT(&n->kvs);

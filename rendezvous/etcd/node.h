@@ -25,6 +25,11 @@ struct node_ops {
 	void	(*say)(void *ctx, const struct rdzv_msg *m);
 	/* The node has let go of everything (node_shutdown): exit. */
 	void	(*gone)(void *ctx);
+	/*
+	 * The lease may run out while the workers run: they must stop now
+	 * (esv-rdzv-etcd hangs up on the supervisor, which kills them).
+	 */
+	void	(*fence)(void *ctx);
 	void	*ctx;
 };
 
@@ -42,5 +47,12 @@ void		 node_close_job(struct node *);
  * the lease (every key of ours goes at once) and call ops->gone.
  */
 void		 node_shutdown(struct node *);
+/*
+ * Fence (ops->fence) if the workers run and the lease may run out within
+ * the fence's grace: on every wake of the loop, before anything else, so
+ * that a process back from a stop acts on nothing first.  True if it
+ * fenced, now or before.
+ */
+bool		 node_fence_check(struct node *);
 
 #endif

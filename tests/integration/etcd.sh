@@ -18,6 +18,10 @@
 #			DIR/ca.pem; sets ETCD_TLS_CONF to the --rdzv-conf items
 #			cacert=DIR/ca.pem,cert=DIR/client.pem,
 #			key=DIR/client-key.pem (empty without TLS).
+#			With ETCD_BED=NAME (netbed.sh's bed_host NAME, made
+#			before): the members run on that host, clients reach
+#			them at its address (peers on its loopback), and this
+#			file's curl calls run there too.
 #	stop_etcd	kill -9 every member of the cluster; returns once they are gone
 #	etcd_kill I	kill -9 member I, return once it is gone
 #	etcd_restart I	start member I again (same name, data and ports,
@@ -79,6 +83,8 @@ ETCD_TLS_DIR=
 ETCD_SCHEME=http
 ETCD_CLUSTER=
 ETCD_GEN=0
+ETCD_IP=127.0.0.1
+ETCD_IN=()
 
 b64()
 {
@@ -87,7 +93,7 @@ b64()
 
 etcd_url()
 {
-	echo "$ETCD_SCHEME://127.0.0.1:${ETCD_PORTS[$1]}"
+	echo "$ETCD_SCHEME://$ETCD_IP:${ETCD_PORTS[$1]}"
 }
 
 # The curl options that reach a member: with TLS, its CA and the client's
@@ -103,14 +109,14 @@ etcd_api()
 {
 	local data=${3:-'{}'}
 	# shellcheck disable=SC2046 # the TLS options are words without blanks
-	curl -sS --max-time "${ETCD_CURL_MAX:-5}" $(etcd_curl_tls) -X POST "$(etcd_url "$1")$2" \
+	"${ETCD_IN[@]}" curl -sS --max-time "${ETCD_CURL_MAX:-5}" $(etcd_curl_tls) -X POST "$(etcd_url "$1")$2" \
 	    -d "$data"
 }
 
 etcd_healthy()
 {
 	# shellcheck disable=SC2046
-	curl -s --max-time 2 $(etcd_curl_tls) "$(etcd_url "$1")/health" 2>/dev/null |
+	"${ETCD_IN[@]}" curl -s --max-time 2 $(etcd_curl_tls) "$(etcd_url "$1")/health" 2>/dev/null |
 	    grep -qF '"health":"true"'
 }
 
@@ -124,7 +130,7 @@ etcd_run()
 		    --key-file "$ETCD_TLS_DIR/server-key.pem"
 		    --client-cert-auth --trusted-ca-file "$ETCD_TLS_DIR/ca.pem")
 	fi
-	"$ETCD" --name "m$i" --data-dir "$T/etcd$i.data" \
+	"${ETCD_IN[@]}" "$ETCD" --name "m$i" --data-dir "$T/etcd$i.data" \
 	    --listen-client-urls "$(etcd_url "$i")" \
 	    --advertise-client-urls "$(etcd_url "$i")" \
 	    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[$i]}" \
@@ -153,6 +159,11 @@ start_etcd()
 		ETCD_TLS_CONF="cacert=$ETCD_TLS_DIR/ca.pem,cert=$ETCD_TLS_DIR/client.pem,key=$ETCD_TLS_DIR/client-key.pem"
 	fi
 	ETCD_PIDS=() ETCD_PORTS=() ETCD_PEER_PORTS=() ETCD_CLUSTER=''
+	ETCD_IP=127.0.0.1 ETCD_IN=()
+	if [ -n "${ETCD_BED:-}" ]; then
+		ETCD_IP=$(bed_addr "$ETCD_BED")
+		ETCD_IN=(ip netns exec "$(bed_ns "$ETCD_BED")")
+	fi
 	for ((i = 0; i < n; i++)); do
 		ETCD_PORTS[i]=$(free_port)
 		ETCD_PEER_PORTS[i]=$(free_port)

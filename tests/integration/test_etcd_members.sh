@@ -1,13 +1,18 @@
 #!/bin/bash
 # The rendezvous on a 3-member etcd: the leader killed mid-job goes
-# unnoticed; with quorum lost the running workers keep running and no round
-# forms; when quorum is back a waiting node is let in, and the ranks of the
-# round that takes it are each held once.
+# unnoticed; with quorum lost no keep-alive is answered, so the running
+# workers are stopped before a lease could run out (esv-rdzv-etcd(8),
+# Fencing: from a node, a lost quorum and a cut cable look the same) and
+# no round forms; when quorum is back a waiting node is let in, and the
+# ranks of the round that takes it are each held once.
 . "$(dirname "$0")/lib.sh"
 esv_setup 150
 RZ_BACKEND=etcd
 RZ_ETCD_MEMBERS=3
-RZ_LEASE_TTL=2s
+# An election (500 ms here) with the keep-alives' retries must fit in
+# the lease less its grace, or the nodes fence (esv-rdzv-etcd(8)): 2 s
+# (fencing at 1.6 s) does not always.
+RZ_LEASE_TTL=4s
 . "$ESV_TEST_DIR/rdzv.sh"
 
 start_rdzv
@@ -18,8 +23,8 @@ for n in a b; do
 	wait_state $n state running || fail "$n's state"
 done
 # A node whose lease is lost is noticed within the TTL and etcd's 0.5 s
-# sweep; whatever a kill would break shows within twice that and 1 s.
-window=5
+# sweep; whatever a kill would break shows within twice that.
+window=9
 
 note "the leader killed: nobody notices"
 leader=$(etcd_leader) || fail "no etcd leader"
@@ -33,19 +38,22 @@ for n in a b; do
 done
 etcd_restart "$leader"
 
-note "quorum lost: workers run on, no round forms"
+note "quorum lost: the workers are fenced, no round forms"
 lost=(0 1)
 etcd_kill "${lost[0]}"
 etcd_kill "${lost[1]}"
-pids_a=$(sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "$T/rec.a")
+pids=$(sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "$T/rec.a" "$T/rec.b")
 RZ_NNODES=2:3 RZ_STOP_FLAG=$T/stop node c
+for p in $pids; do
+	wait_for -t 10 eval '! esv_alive '"$p" ||
+	    fail "worker $p runs on with no keep-alive answered"
+done
+for n in a b; do
+	assert_grep "$T/$n.err" 'lease may run out at .*: fencing'
+done
 sleep_until $(($(date +%s) + window))
 for n in a b; do
 	assert_eq "$(recs $n .)" 1 "$n: worker starts without quorum"
-	assert_eq "$(kv "$T/$n/supervise/state" state)" running "$n: state"
-done
-for p in $pids_a; do
-	esv_alive "$p" || fail "a's worker $p died while quorum was lost"
 done
 assert_eq "$(recs c .)" 0 "c's workers without quorum"
 

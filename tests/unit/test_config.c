@@ -865,6 +865,32 @@ test_contradictions(void **state)
 	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
 	    "h:1", "--rdzv-conf", "cert=/etc/hostname", "DIR", "t.py"),
 	    "rdzv_conf: cert and key go together");
+	/*
+	 * TLS files make https the default; beside plaintext they are
+	 * refused, never dropped (issue 34, defect 10).
+	 */
+	assert_int_equal(load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1,[::1]", "--rdzv-conf", "cacert=/etc/hostname", "DIR", "t.py"),
+	    0);
+	assert_string_equal(f->cfg.rdzv_endpoint,
+	    "https://h:1,https://[::1]:2379");
+	assert_int_equal(load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1", "DIR", "t.py"), 0);
+	assert_string_equal(f->cfg.rdzv_endpoint, "http://h:1");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "https://h:2,http://h:1", "--rdzv-conf",
+	    "cert=/etc/hostname,key=/etc/hostname", "DIR", "t.py"),
+	    "rdzv_endpoint: http://h:1: plaintext beside cacert, cert or key: "
+	    "TLS is etcd's only authentication (use https://)");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "h:1", "--rdzv-conf", "protocol=http,key=/etc/hostname", "DIR",
+	    "t.py"), "rdzv_conf: protocol=http beside cacert, cert or key: TLS "
+	    "is etcd's only authentication, and plaintext would drop it (use "
+	    "https)");
+	assert_fails(f, load(f, "--rdzv-backend", "etcd", "--rdzv-endpoint",
+	    "http://h:1", "--rdzv-conf", "protocol=https", "DIR", "t.py"),
+	    "rdzv_endpoint: http://h:1: plaintext, but rdzv_conf says "
+	    "protocol=https");
 	assert_fails(f, load(f, "--rdzv-backend", "esv", "--rdzv-endpoint",
 	    "h:1", "--rdzv-conf", "cacert=/etc/hostname", "DIR", "t.py"),
 	    "rdzv_conf: cacert, cert and key are for the etcd backend; "
