@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 pkgs=(build-essential pkg-config meson ninja-build libbsd-dev libmd-dev libinih-dev
       libjansson-dev libcmocka-dev libmicrohttpd-dev runit iproute2 procps
       python3-torch curl wrk prometheus clang libclang-rt-14-dev
-      etcd-server etcd-client libcurl4-openssl-dev openssl s6 systemd)
+      etcd-server etcd-client libcurl4-openssl-dev openssl s6 systemd
+      munge slurmctld slurmd slurm-client nftables)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
