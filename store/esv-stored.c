@@ -77,7 +77,7 @@ static struct {
 	struct ratelim		 refusals;
 	int			 nls, spare_fd;
 	unsigned		 nconns, max_conns, max_per_addr;
-	size_t			 out_max;
+	size_t			 out_max, max_bytes, out_used;
 	long long		 request_ms;
 	struct connq		 graveyard, all, timed;
 	/*
@@ -188,13 +188,14 @@ timed_start(struct conn *c, long long now)
 }
 
 /*
- * After input: a connection is timed from its accept until its first
- * request is done, then from the first byte of each request until it is
- * done; never while it has none under way (idle between requests, or
- * parked in a WAIT, as workers are for minutes).
+ * A connection owes us something while it has sent no request yet, or
+ * part of one, or has replies it does not read; it must make progress
+ * (a request done, reply bytes taken) within --request-timeout.  One
+ * that owes nothing is never timed: idle between requests, or parked in
+ * a WAIT, as workers are for minutes.
  */
 static void
-conn_progress(struct conn *c)
+conn_retime(struct conn *c, bool progress)
 {
 	unsigned long nreq;
 	bool partial;
@@ -202,13 +203,12 @@ conn_progress(struct conn *c)
 	if (c->sc == NULL || c->closing)
 		return;
 	nreq = store_conn_progress(c->sc, &partial);
-	if (nreq != c->nreq) {
-		c->nreq = nreq;
-		if (partial)
-			timed_start(c, mono_ms());
-		else
-			timed_stop(c);
-	} else if (partial && !c->timed)
+	if (nreq != c->nreq)
+		progress = true;
+	c->nreq = nreq;
+	if (nreq > 0 && !partial && c->outlen == 0)
+		timed_stop(c);
+	else if (progress || !c->timed)
 		timed_start(c, mono_ms());
 }
 
@@ -238,6 +238,7 @@ static void
 out_free(struct conn *c)
 {
 	store_mem_give(g.st, c->outcap);
+	g.out_used -= c->outcap;
 	free(c->out);
 	c->out = NULL;
 	c->outcap = 0;
@@ -269,8 +270,8 @@ conn_flush(struct conn *c)
 	    c->sc != NULL) {
 		/* Room again: the requests it sent meanwhile are served. */
 		store_input(g.st, c->sc, NULL, 0);
-		conn_progress(c);
 	}
+	conn_retime(c, off > 0);
 	conn_events(c);
 	return 0;
 }
@@ -289,13 +290,23 @@ op_send(void *ctx, void *conn, const void *buf, size_t len)
 		for (cap = c->outcap > 0 ? c->outcap : 4096;
 		    cap < c->outlen + len; cap *= 2)
 			;
-		/* Replies are memory too: the store's budget has them. */
-		if (!store_mem_take(g.st, cap - c->outcap))
+		/*
+		 * Replies are memory too: the budget has them.  Small ones
+		 * (a worker's counters and ids) always pass, so that no
+		 * reader of big values can starve the workers; big ones
+		 * may take half the budget at most, so that values keep
+		 * the rest.
+		 */
+		if (cap > OUT_KEEP && (g.out_used + cap - c->outcap >
+		    g.max_bytes / 2 || !store_mem_take(g.st, cap - c->outcap)))
 			return -1;
+		if (cap <= OUT_KEEP)
+			store_mem_force(g.st, cap - c->outcap);
 		if ((nb = realloc(c->out, cap)) == NULL) {
 			store_mem_give(g.st, cap - c->outcap);
 			return -1;
 		}
+		g.out_used += cap - c->outcap;
 		c->out = nb;
 		c->outcap = cap;
 	}
@@ -357,7 +368,7 @@ on_conn(struct watch *w, uint32_t events)
 		return;
 	}
 	store_input(g.st, c->sc, buf, n);
-	conn_progress(c);
+	conn_retime(c, false);
 	if (c->outlen >= OUT_PAUSE)
 		conn_events(c);
 }
@@ -510,9 +521,10 @@ expire(long long now)
 
 	while ((c = TAILQ_FIRST(&g.timed)) != NULL && c->deadline <= now) {
 		if (ratelim_allow(&g.refusals))
-			warn_msg("%s: no complete request within %lld ms "
-			    "(--request-timeout): closing the connection",
-			    c->peer, g.request_ms);
+			warn_msg("%s: %s within %lld ms (--request-timeout): "
+			    "closing the connection", c->peer, c->outlen > 0 ?
+			    "its replies not read" : "no complete request",
+			    g.request_ms);
 		conn_destroy(c);
 	}
 	return c != NULL ? c->deadline : LLONG_MAX;
@@ -850,6 +862,7 @@ main(int argc, char *argv[])
 	if (parent != 0 && (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
 	    getppid() != parent))
 		return ESV_EXIT_OK;
+	g.max_bytes = conf.max_bytes;
 	/* A MULTI_GET of max_nkeys values may be that big; no more. */
 	g.out_max = conf.max_request + conf.max_value + 64;
 	raise_nofile();

@@ -139,7 +139,8 @@ store_conf_default(struct store_conf *conf)
 static bool
 take(struct store *st, size_t n)
 {
-	if (n > st->conf.max_bytes - st->used) {
+	if (st->used > st->conf.max_bytes ||
+	    n > st->conf.max_bytes - st->used) {
 		st->over = true;
 		return false;
 	}
@@ -150,10 +151,17 @@ take(struct store *st, size_t n)
 bool
 store_mem_take(struct store *st, size_t n)
 {
-	if (n > st->conf.max_bytes - st->used)
+	if (st->used > st->conf.max_bytes ||
+	    n > st->conf.max_bytes - st->used)
 		return false;
 	st->used += n;
 	return true;
+}
+
+void
+store_mem_force(struct store *st, size_t n)
+{
+	st->used += n;
 }
 
 void
@@ -338,7 +346,9 @@ reply(struct store *st, struct store_conn *c, const void *p, size_t n)
 	if (c->dead)
 		return false;
 	if (st->ops.send(st->ops.ctx, c->conn, p, n) == -1) {
-		conn_close(st, c, "does not read its replies");
+		conn_close(st, c, "a reply past what it may have "
+		    "queued (it does not read its replies, or the store is at "
+		    "half its --max-bytes in replies)");
 		return false;
 	}
 	return true;

@@ -75,6 +75,8 @@ unsigned long	 store_conn_progress(const struct store_conn *sc,
  */
 bool		 store_mem_take(struct store *st, size_t n);
 void		 store_mem_give(struct store *st, size_t n);
+/* Taken even past the budget: what must never be refused. */
+void		 store_mem_force(struct store *st, size_t n);
 size_t		 store_mem_used(const struct store *st);
 
 /* For status: keys held, and connections parked in a WAIT. */
