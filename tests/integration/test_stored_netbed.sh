@@ -3,7 +3,8 @@
 # netbed.sh's separate hosts:
 #  - esv-stored --allow-file on host a serves b (named) and refuses c,
 #    with a line naming the peer; rewritten and SIGHUP'd, it serves c,
-#    drops b's open connection and refuses b: no restart.  On a's own
+#    drops b's open connection and refuses b: no restart; a bad line is
+#    said and skipped, a file gone leaves the set as it was.  On a's own
 #    address a local process of uid 65534 is refused, root served;
 #  - a job of two nodes (a, b; esv rendezvous): the node of group rank 0
 #    serves its workers' store to the other node and not to host o, which
@@ -40,7 +41,7 @@ PY
 }
 
 note "esv-stored --allow-file on a: b served, c refused"
-printf '# the round\n%s\n%s\n' "$A" "$B" >"$T/allow"
+printf '# the round\n%s\nnot-an-address\n%s\n' "$A" "$B" >"$T/allow"
 bed_run a "$STORED" --listen "0.0.0.0:0" --allow-file "$T/allow" \
     >"$T/st.out" 2>"$T/st.err" &
 ESV_SUP_PIDS+=("$!")
@@ -50,6 +51,7 @@ spid=$(pgrep -f "esv-stored --listen 0.0.0.0:0 --allow-file $T/allow")
 reach b "$A" "$port" || fail "b was refused: $(cat "$T/st.err")"
 reach c "$A" "$port" && fail "c, not in the allowed set, was served"
 assert_grep "$T/st.err" "$C:[0-9]*: refused: not a node of the round" "the refusal names c"
+assert_grep "$T/st.err" "$T/allow:3: not a numeric address: not-an-address" "a bad line said"
 note "on a's own address: uid 65534 refused, root served"
 reach a "$A" "$port" 65534 && fail "a local uid 65534 was served on $A"
 assert_grep "$T/st.err" "$A:[0-9]*: refused: a local process of uid 65534" "the local refusal"
@@ -78,6 +80,12 @@ assert_grep "$T/st.err" "$B:[0-9]*: no longer a node of the round: closing" "b's
 reach c "$A" "$port" || fail "c was refused after the reload: $(cat "$T/st.err")"
 reach b "$A" "$port" && fail "b was served after the reload"
 esv_alive "$spid" || fail "esv-stored did not survive the reload"
+note "an unreadable file leaves the set as it was"
+rm "$T/allow"
+kill -HUP "$spid"
+wait_for -t 10 grep -q "$T/allow: unable to read (the allowed set is unchanged)" "$T/st.err" ||
+	fail "the missing file not said: $(tail -3 "$T/st.err")"
+reach c "$A" "$port" || fail "c was refused once the file was gone"
 
 note "a job of two nodes: the round's members reach the store, o does not"
 make_token "$T/token"
