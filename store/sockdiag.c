@@ -7,6 +7,9 @@
  * involved, it looks one socket up in a hash), so it costs microseconds
  * and cannot stall the event loop as a blocking call on a peer would.
  * SO_RCVTIMEO bounds it anyway, should a kernel ever fail to answer.
+ * One netlink socket serves every query (a socket per accept cost more
+ * than the query); sequence numbers keep a late answer from being taken
+ * for the next one's.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -22,6 +25,27 @@
 #include <unistd.h>
 
 #include "sockdiag.h"
+
+static int	nlfd = -1;
+static unsigned	nlseq;
+
+static int
+nl_open(void)
+{
+	struct timeval tv = { .tv_sec = 1 };
+
+	if (nlfd != -1)
+		return nlfd;
+	if ((nlfd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+	    NETLINK_SOCK_DIAG)) == -1)
+		return -1;
+	if (setsockopt(nlfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ==
+	    -1) {
+		close(nlfd);
+		nlfd = -1;
+	}
+	return nlfd;
+}
 
 /* An address and port of ss as sock_diag wants them; false if v6. */
 static bool
@@ -56,12 +80,11 @@ sockdiag_peer_uid(int fd, uid_t *uid)
 	} resp;
 	struct sockaddr_storage me, peer;
 	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
-	struct timeval tv = { .tv_sec = 1 };
 	struct inet_diag_msg *m;
 	struct nlmsgerr *err;
 	socklen_t sl;
 	ssize_t n;
-	int nfd, e, rc = -1;
+	int nfd, rc = -1;
 	bool v4;
 
 	sl = sizeof(me);
@@ -73,6 +96,7 @@ sockdiag_peer_uid(int fd, uid_t *uid)
 	req.nh.nlmsg_len = sizeof(req);
 	req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	req.nh.nlmsg_flags = NLM_F_REQUEST;	/* one socket, no dump */
+	req.nh.nlmsg_seq = ++nlseq;
 	req.r.sdiag_protocol = IPPROTO_TCP;
 	req.r.idiag_states = ~0u;
 	/* The peer's socket: its source is our peer, its destination us. */
@@ -92,20 +116,23 @@ sockdiag_peer_uid(int fd, uid_t *uid)
 	}
 	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	if ((nfd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
-	    NETLINK_SOCK_DIAG)) == -1)
+	if ((nfd = nl_open()) == -1)
 		return -1;
-	if (setsockopt(nfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
-	    sendto(nfd, &req, sizeof(req), 0, (struct sockaddr *)&nl,
+	if (sendto(nfd, &req, sizeof(req), 0, (struct sockaddr *)&nl,
 	    sizeof(nl)) == -1)
 		goto out;
-	while ((n = recv(nfd, &resp, sizeof(resp), 0)) == -1 && errno == EINTR)
-		;
-	if (n == -1)
-		goto out;
-	if (!NLMSG_OK(&resp.nh, (size_t)n)) {
-		errno = EPROTO;
-		goto out;
+	for (;;) {
+		n = recv(nfd, &resp, sizeof(resp), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto out;
+		if (!NLMSG_OK(&resp.nh, (size_t)n)) {
+			errno = EPROTO;
+			goto out;
+		}
+		if (resp.nh.nlmsg_seq == req.nh.nlmsg_seq)
+			break;
 	}
 	if (resp.nh.nlmsg_type == NLMSG_ERROR) {
 		err = NLMSG_DATA(&resp.nh);
@@ -127,10 +154,15 @@ sockdiag_peer_uid(int fd, uid_t *uid)
 	}
 	m = NLMSG_DATA(&resp.nh);
 	*uid = m->idiag_uid;
-	rc = 1;
+	return 1;
 out:
-	e = errno;
-	close(nfd);
-	errno = e;
+	/* A timeout or worse: a fresh socket next time. */
+	if (rc == -1) {
+		int e = errno;
+
+		close(nlfd);
+		nlfd = -1;
+		errno = e;
+	}
 	return rc;
 }
