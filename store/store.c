@@ -1052,11 +1052,60 @@ detect(struct store_conn *c)
 	return c->dialect != D_UNKNOWN;
 }
 
+/* Byte i of what is buffered followed by buf. */
+static int
+byte_at(const struct store_conn *c, const uint8_t *buf, size_t n, size_t i)
+{
+	if (i < c->inlen)
+		return c->in[i];
+	return i - c->inlen < n ? buf[i - c->inlen] : -1;
+}
+
+/*
+ * For the log of a request refused before it is all here: its key, if
+ * its first bytes are a command and a key (after a VALIDATE), as
+ * " for key \"k\""; else "".
+ */
+static void
+peek_key(const struct store *st, const struct store_conn *c,
+    const uint8_t *buf, size_t n, char *out, size_t ol)
+{
+	static const uint8_t validate[] = { 0x00, 0xCE, 0xF7, 0x85, 0x3C };
+	uint8_t k[32] = { 0 }, len8[8];
+	char kf[140];
+	size_t at = 0, i;
+	uint64_t len;
+	int b;
+
+	out[0] = '\0';
+	for (i = 0; i < sizeof(validate); i++)
+		if (byte_at(c, buf, n, i) != validate[i])
+			break;
+	if (i == sizeof(validate))
+		at = sizeof(validate);
+	at++;			/* the command byte */
+	for (i = 0; i < 8; i++) {
+		if ((b = byte_at(c, buf, n, at + i)) == -1)
+			return;
+		len8[i] = b;
+	}
+	memcpy(&len, len8, 8);
+	if (len > st->conf.max_key)
+		return;
+	for (i = 0; i < len && i < sizeof(k); i++) {
+		if ((b = byte_at(c, buf, n, at + 8 + i)) == -1)
+			return;
+		k[i] = b;
+	}
+	key_fmt(k, i, kf, sizeof(kf));
+	snprintf(out, ol, " for key \"%s%s\"", kf, i < len ? "..." : "");
+}
+
 void
 store_input(struct store *st, struct store_conn *c, const void *buf,
     size_t n)
 {
-	char why[512];
+	char why[512], key[160];
 	struct rd r;
 	size_t cap, done = 0;
 	uint8_t *nb;
@@ -1075,9 +1124,10 @@ store_input(struct store *st, struct store_conn *c, const void *buf,
 			;
 		if (!take(st, cap - c->incap)) {
 			st->over = false;
-			conn_close(st, c, "a request of %zu bytes so far: past "
-			    "the store's budget of %zu bytes (--max-bytes)",
-			    c->inlen + n, st->conf.max_bytes);
+			peek_key(st, c, buf, n, key, sizeof(key));
+			conn_close(st, c, "a request%s of %zu bytes so far: "
+			    "past the store's budget of %zu bytes (--max-bytes)",
+			    key, c->inlen + n, st->conf.max_bytes);
 			return;
 		}
 		if ((nb = realloc(c->in, cap)) == NULL) {

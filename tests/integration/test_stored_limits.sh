@@ -3,7 +3,8 @@
 # --request-timeout, --max-conns-per-addr, --max-conn-waiters):
 #  - QUEUE_PUSHes of 8 MiB values are refused past --max-bytes, with a line
 #    naming the peer and the key; VmRSS stays within the budget and a
-#    worker's SET and GET still work; a queue takes --max-queue items;
+#    worker's SET and GET still work; torch 1.13's client, whose SET has no
+#    reply, sees its next request fail; a queue takes --max-queue items;
 #  - a client that sends 40 MULTI_GETs of 3 MiB and reads late gets every
 #    reply (backpressure: its requests wait, it is not dropped);
 #  - 60 clients that send a MULTI_GET of three 8 MiB values and never read
@@ -69,6 +70,27 @@ c.set(b"/worker/0", b"nccl-id")
 assert c.get(b"/worker/0") == b"nccl-id"
 assert c.add(b"/barrier", 1) == 1
 PY
+if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+	note "torch 1.13's client: a SET past the budget, its next request fails"
+	serve torch --max-bytes $((1 << 20))
+	/usr/bin/python3 - "$port" <<'PY' || fail "torch's client: $(tail -3 "$T/torch.err")"
+import datetime, sys
+from torch.distributed import TCPStore
+s = TCPStore("127.0.0.1", int(sys.argv[1]), is_master=False,
+             timeout=datetime.timedelta(seconds=10))
+s.set("small", "1")
+assert s.get("small") == b"1"
+s.set("big", b"x" * (2 << 20))    # no reply in the protocol: it returns
+try:
+    s.get("small")
+    sys.exit("served after a SET past the budget")
+except RuntimeError as e:
+    print("the next request:", e)
+PY
+	assert_grep "$T/torch.err" '127.0.0.1:[0-9]*: a request for key "/big" of [0-9]* bytes so far: past the store.s budget of 1048576 bytes' \
+	    "the refusal names the peer and the key"
+fi
+
 note "--max-queue 3: the fourth item refused"
 serve queue --max-queue 3
 py <<'PY' || fail "the queue limit: $(tail -3 "$T/queue.err")"
