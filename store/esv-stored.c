@@ -489,8 +489,12 @@ conn_new(int fd, const struct sockaddr_storage *ss)
 		refuse(fd, ss, no);
 		return;
 	}
+	/*
+	 * The cap is for other hosts: this host's peers are the job's own
+	 * uid (or root), every local worker among them, from one address.
+	 */
 	TAILQ_FOREACH(o, &g.all, all)
-		if (memcmp(&o->ip, &c->ip, sizeof(c->ip)) == 0)
+		if (!c->local && memcmp(&o->ip, &c->ip, sizeof(c->ip)) == 0)
 			same++;
 	if (same >= g.max_per_addr) {
 		free(c);
@@ -773,7 +777,7 @@ main(int argc, char *argv[])
 
 	store_conf_default(&conf);
 	g.max_conns = 4096;
-	/* Room for every worker of a big node, and its agent's own. */
+	/* Room for every worker of a big node (two each in torch 1.13). */
 	g.max_per_addr = 512;
 	g.request_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

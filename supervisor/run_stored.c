@@ -139,8 +139,10 @@ int
 store_round(struct supervisor *sv)
 {
 	char path[PATH_MAX], parent[32], state[PATH_MAX], allow[PATH_MAX];
+	char peraddr[32];
 	char *argv[] = { path, "--listen-fd", "3", "--parent", parent,
-	    "--allow-file", allow, "--state-file", state, NULL };
+	    "--max-conns-per-addr", peraddr, "--allow-file", allow,
+	    "--state-file", state, NULL };
 	const char *m = sv->round.members;
 	int e;
 
@@ -158,9 +160,12 @@ store_round(struct supervisor *sv)
 	sv->st_pid = 0;
 	sv->st_stopping = false;
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	/* Another node's workers, two connections each in torch 1.13. */
+	snprintf(peraddr, sizeof(peraddr), "%u", sv->cfg->nproc_per_node > 128 ?
+	    4 * sv->cfg->nproc_per_node : 512);
 	if (pathf(state, sizeof(state), "%s/%s", sv->cfg->jobdir,
 	    ESV_STORE_STATE) == -1)
-		argv[7] = NULL;		/* counts unsaid rather than no store */
+		argv[9] = NULL;		/* counts unsaid rather than no store */
 	if (one_node(sv->cfg)) {
 		/* Bound to 127.0.0.1: the workers must be told that. */
 		strlcpy(sv->round.master_addr, "127.0.0.1",
@@ -173,7 +178,7 @@ store_round(struct supervisor *sv)
 	 * backend that does not say them): any remote host may connect.
 	 */
 	if (m == NULL) {
-		memmove(&argv[5], &argv[7], 3 * sizeof(argv[0]));
+		memmove(&argv[7], &argv[9], 3 * sizeof(argv[0]));
 		info_msg("agent store: the %s rendezvous does not name the "
 		    "round's nodes: any host may connect", sv->cfg->rdzv_backend);
 	} else if (pathf(allow, sizeof(allow), "%s/%s", sv->cfg->jobdir,

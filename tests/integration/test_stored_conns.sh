@@ -11,8 +11,7 @@ STORED=$ESV_BIN_DIR/../store/esv-stored
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -ge 3200 ] || skip "only $(ulimit -n) file descriptors"
 
-"$STORED" --listen 127.0.0.1:0 --max-conns 2000 --max-conns-per-addr 4000 \
-    --state-file "$T/store" \
+"$STORED" --listen 127.0.0.1:0 --max-conns 2000 --state-file "$T/store" \
     >"$T/stored.out" 2>"$T/stored.err" &
 ESV_SUP_PIDS+=("$!")
 wait_for test -s "$T/stored.out" || fail "esv-stored printed no address"

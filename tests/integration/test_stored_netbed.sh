@@ -6,6 +6,8 @@
 #    drops b's open connection and refuses b: no restart; a bad line is
 #    said and skipped, a file gone leaves the set as it was.  On a's own
 #    address a local process of uid 65534 is refused, root served;
+#  - --max-conns-per-addr 3: a fourth connection from b is refused, this
+#    host's own are not capped;
 #  - a job of two nodes (a, b; esv rendezvous): the node of group rank 0
 #    serves its workers' store to the other node and not to host o, which
 #    is in no round; once node c has joined, the new round's store serves
@@ -86,6 +88,36 @@ kill -HUP "$spid"
 wait_for -t 10 grep -q "$T/allow: unable to read (the allowed set is unchanged)" "$T/st.err" ||
 	fail "the missing file not said: $(tail -3 "$T/st.err")"
 reach c "$A" "$port" || fail "c was refused once the file was gone"
+
+note "--max-conns-per-addr 3: a fourth from b refused, a's own not capped"
+printf '%s\n' "$B" >"$T/allow.cap"
+bed_run a "$STORED" --listen "0.0.0.0:0" --allow-file "$T/allow.cap" \
+    --max-conns-per-addr 3 >"$T/cap.out" 2>"$T/cap.err" &
+ESV_SUP_PIDS+=("$!")
+wait_for test -s "$T/cap.out" || fail "esv-stored (cap) did not start: $(cat "$T/cap.err")"
+cport=$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$T/cap.out")
+# conns HOST ADDR N: N connections from HOST, all served (0) or the last
+# refused (1), the others served.
+conns()
+{
+	bed_run "$1" "$PY" - "$ESV_TEST_DIR" "$2" "$cport" "$3" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import storecli
+n = int(sys.argv[4])
+held = [storecli.C(int(sys.argv[3]), host=sys.argv[2]) for _ in range(n - 1)]
+try:
+    held.append(storecli.C(int(sys.argv[3]), host=sys.argv[2]))
+except (EOFError, ConnectionError, BrokenPipeError):
+    sys.exit(1)
+for c in held:
+    c.ping()
+PY
+}
+conns b "$A" 4 && fail "a fourth connection from b was served"
+assert_grep "$T/cap.err" "$B:[0-9]*: refused: 3 connections from $B already" "the cap said"
+conns b "$A" 3 || fail "three from b were not all served: $(tail -3 "$T/cap.err")"
+conns a "$A" 6 || fail "a's own connections were capped: $(tail -3 "$T/cap.err")"
 
 note "a job of two nodes: the round's members reach the store, o does not"
 make_token "$T/token"
