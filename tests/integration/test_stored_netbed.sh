@@ -11,7 +11,8 @@
 #  - a job of two nodes (a, b; esv rendezvous): the node of group rank 0
 #    serves its workers' store to the other node and not to host o, which
 #    is in no round; once node c has joined, the new round's store serves
-#    c and still refuses o;
+#    c and still refuses o; supervise/store.allow names a, b and c, and
+#    esv-stored is given it and --max-conns-per-addr 512;
 #  - a job of one node on host o binds its store on 127.0.0.1 only: not
 #    reachable on o's address from a, served on o's loopback.
 . "$(dirname "$0")/lib.sh"
@@ -169,6 +170,16 @@ wait_for -t 30 rank0 3 || fail "no store for a round of 3: $(tail -5 "$T/c.err")
 note "round of 3: group rank 0 is $r0, its store at $saddr:$sport"
 reach c "$saddr" "$sport" || fail "c, now a member, was refused: $(tail -5 "$T/$r0.err")"
 reach o "$saddr" "$sport" && fail "host o was served in the round of 3"
+allow=$T/$r0/supervise/store.allow
+for h in $A $B $C; do
+	grep -qx "$h" "$allow" || fail "$h not in $allow: $(cat "$allow")"
+done
+grep -qx "$O" "$allow" && fail "o in $allow"
+args=$(pgrep -a -x esv-stored | grep -F -- "--allow-file $allow" | head -1)
+case $args in
+*"--max-conns-per-addr 512 "*) ;;
+*) fail "rank 0's esv-stored: $args" ;;
+esac
 
 note "a job of one node on o: its store on loopback only"
 bed_sup o "$T/one" --nnodes 1 --agent-store --nproc-per-node 1 \
