@@ -179,8 +179,9 @@ store_round(struct supervisor *sv)
 	 */
 	if (m == NULL) {
 		memmove(&argv[7], &argv[9], 3 * sizeof(argv[0]));
-		info_msg("agent store: the %s rendezvous does not name the "
-		    "round's nodes: any host may connect", sv->cfg->rdzv_backend);
+		warn_msg("agent store: the %s rendezvous did not name round "
+		    "%u's nodes: any host may connect",
+		    sv->cfg->rdzv_backend, sv->round.round);
 	} else if (pathf(allow, sizeof(allow), "%s/%s", sv->cfg->jobdir,
 	    ESV_STORE_ALLOW) == -1 || atomic_write(allow, m, strlen(m),
 	    0644) == -1) {
