@@ -465,6 +465,7 @@ child(const struct opts *o, const struct pipes *p, unsigned node)
 			break;
 		case RV_JOINED:
 		case RV_WAITING:
+		case RV_MEMBER:
 			break;
 		case RV_ERR:
 			child_exit(out, &r, "ERR %s %s", m.u.err.code,

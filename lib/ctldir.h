@@ -41,6 +41,8 @@
 #define ESV_PID			"supervise/pid"
 #define ESV_STATE		"supervise/state"
 #define ESV_STORE_STATE		"supervise/store"	/* esv-stored's own */
+/* The round's nodes that may reach esv-stored (esv-stored --allow-file). */
+#define ESV_STORE_ALLOW		"supervise/store.allow"
 #define ESV_GUARDIAN_LOCK	"supervise/guardian.lock"
 #define ESV_PGIDS		"supervise/pgids"
 #define ESV_FAILURE		"supervise/failure.json"

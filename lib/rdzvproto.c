@@ -54,6 +54,10 @@ static const struct field round_f[] = {
 	{ "master_addr", F_ADDR, 0, 0, M(round.master_addr) },
 	UINT("master_port", 1, 65535, round.master_port),
 };
+static const struct field member_f[] = {
+	ROUNDNO(member.round),
+	{ "addr", F_ADDR, 0, 0, M(member.addr) },
+};
 static const struct field round_n_f[] = { ROUNDNO(n) };
 static const struct field count_f[] = { UINT("nodes", 0, INT_MAX, n) };
 static const struct field join_f[] = {
@@ -88,6 +92,7 @@ struct verbdef {
 static const struct verbdef verbs[] = {
 	V("ESV-RDZV", RV_HELLO, hello_f),
 	V("JOINED", RV_JOINED, joined_f),
+	V("MEMBER", RV_MEMBER, member_f),
 	V("ROUND", RV_ROUND, round_f),
 	V("RESTART", RV_RESTART, round_n_f),
 	V("WAITING", RV_WAITING, count_f),

@@ -38,6 +38,9 @@ enum rdzv_verb {
 	RV_HELLO,	/* ESV-RDZV <version> <nonce> <heartbeat_ms> */
 	RV_JOINED,	/* JOINED <round> <participants> <waiting>: the
 			 * answer to every JOIN new; ROUND <round> follows */
+	RV_MEMBER,	/* MEMBER <round> <addr>: an address of a node of
+			 * the round, to its group rank 0 before its ROUND
+			 * (the agent store lets them in) */
 	RV_ROUND,	/* ROUND <round> <group_rank> <group_world_size>
 			 *   <base_rank> <world_size> <base_role_rank>
 			 *   <role_world_size> <master_addr> <master_port> */
@@ -113,6 +116,10 @@ struct rdzv_msg {
 			unsigned round, participants, waiting;
 		} joined;
 		struct rdzv_round_msg	round;
+		struct {
+			unsigned round;
+			char	 addr[RDZV_ADDR_MAX + 1];
+		} member;
 		unsigned		n;	/* RESTART, WAITING, RELEASE,
 						 * BARRIER: round or count */
 		struct {

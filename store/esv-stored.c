@@ -10,9 +10,11 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -29,6 +31,7 @@
 #include "msg.h"
 #include "netlisten.h"
 #include "ratelim.h"
+#include "sockdiag.h"
 #include "store.h"
 
 #define LISTEN_MAX	16
@@ -36,10 +39,27 @@
 #define READ_CHUNK	(64 * 1024)
 /* The state file follows the counts at most this often. */
 #define STATE_EVERY_MS	500
+/*
+ * Replies queued past this, the connection's next requests wait unread:
+ * one that does not read its replies holds at most one reply more.
+ */
+#define OUT_PAUSE	(256 * 1024)
+/* An output buffer this big is given back once it has drained. */
+#define OUT_KEEP	(64 * 1024)
+#define ALLOW_MAX	4096
 
 struct conn {
 	struct watch		 w;
 	struct store_conn	*sc;
+	struct in6_addr		 ip;		/* v4 as ::ffff:a.b.c.d */
+	char			 peer[INET6_ADDRSTRLEN + 16];
+	bool			 local;		/* a socket of this host */
+	TAILQ_ENTRY(conn)	 all;
+	/* A request under way (or none yet): closed at its deadline. */
+	TAILQ_ENTRY(conn)	 timed_entry;
+	long long		 deadline;
+	unsigned long		 nreq;
+	bool			 timed, paused;
 	TAILQ_ENTRY(conn)	 entry;		/* the graveyard */
 	TAILQ_ENTRY(conn)	 closing_entry;
 	TAILQ_ENTRY(conn)	 flush_entry;
@@ -56,9 +76,19 @@ static struct {
 	/* A storm of connections is said in a few lines a second. */
 	struct ratelim		 refusals;
 	int			 nls, spare_fd;
-	unsigned		 nconns, max_conns;
-	size_t			 out_max;
-	struct connq		 graveyard;
+	unsigned		 nconns, max_conns, max_per_addr;
+	size_t			 out_max, max_bytes, out_used;
+	long long		 request_ms;
+	struct connq		 graveyard, all, timed;
+	/*
+	 * --allow-file: the remote addresses that may connect (the round's
+	 * nodes), re-read on SIGHUP.  Without it any may.
+	 */
+	const char		*allow_file;
+	struct in6_addr		 allow[ALLOW_MAX];
+	size_t			 nallow;
+	bool			 reload;
+	uid_t			 uid;
 	/* Let go of by the store: hung up once the batch is over. */
 	TAILQ_HEAD(, conn)	 closing;
 	/*
@@ -80,14 +110,21 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: esv-stored [--listen ADDR:PORT]... [--listen-fd N] "
-	    "[--max-conns N]\n"
+	    "[--allow-file PATH]\n"
+	    "                  [--max-conns N] [--max-conns-per-addr N] "
+	    "[--request-timeout MS]\n"
 	    "                  [--max-key BYTES] [--max-value BYTES] "
 	    "[--max-request BYTES]\n"
-	    "                  [--max-keys N] [--max-waiters N] [--parent PID]\n"
+	    "                  [--max-keys N] [--max-waiters N] "
+	    "[--max-conn-waiters N]\n"
+	    "                  [--max-bytes BYTES] [--max-queue N] "
+	    "[--parent PID]\n"
 	    "                  [--state-file PATH] [--help] [--version]\n"
 	    "Serves torch's TCPStore protocol (torch 1.13's and the newer "
 	    "dialect) on\nADDR:PORT (\"*:PORT\" every address; port 0 a free "
-	    "one, printed as\n\"listening ADDR:PORT\").\n"
+	    "one, printed as\n\"listening ADDR:PORT\").  A peer on this host "
+	    "must run as this uid or root;\na remote one must be named in "
+	    "--allow-file (re-read on SIGHUP) if given.\n"
 	    "Exit status: 0 stopped by SIGTERM or SIGINT, 100 usage error, "
 	    "111 system error.\n");
 }
@@ -105,14 +142,74 @@ num_arg(const char *opt, const char *arg, long long lo, long long hi)
 	return v;
 }
 
-static void
-conn_events(struct conn *c, bool out)
+static bool
+op_full(void *ctx, void *conn)
 {
-	if (c->want_out == out)
+	struct conn *c = conn;
+
+	(void)ctx;
+	return c->outlen >= OUT_PAUSE;
+}
+
+/*
+ * Readable unless its replies are not being read (backpressure);
+ * writable while output waits.
+ */
+static void
+conn_events(struct conn *c)
+{
+	bool out = c->outlen > 0, paused = c->outlen >= OUT_PAUSE;
+
+	if (c->want_out == out && c->paused == paused)
 		return;
 	c->want_out = out;
-	if (loop_mod(&g.lp, &c->w, EPOLLIN | (out ? EPOLLOUT : 0)) == -1)
+	c->paused = paused;
+	if (loop_mod(&g.lp, &c->w, (paused ? 0 : EPOLLIN) |
+	    (out ? EPOLLOUT : 0)) == -1)
 		warn_sys("epoll_ctl");
+}
+
+static void
+timed_stop(struct conn *c)
+{
+	if (c->timed)
+		TAILQ_REMOVE(&g.timed, c, timed_entry);
+	c->timed = false;
+}
+
+/* All deadlines are now + one timeout: the list stays in their order. */
+static void
+timed_start(struct conn *c, long long now)
+{
+	timed_stop(c);
+	c->deadline = now + g.request_ms;
+	c->timed = true;
+	TAILQ_INSERT_TAIL(&g.timed, c, timed_entry);
+}
+
+/*
+ * A connection owes us something while it has sent no request yet, or
+ * part of one, or has replies it does not read; it must make progress
+ * (a request done, reply bytes taken) within --request-timeout.  One
+ * that owes nothing is never timed: idle between requests, or parked in
+ * a WAIT, as workers are for minutes.
+ */
+static void
+conn_retime(struct conn *c, bool progress)
+{
+	unsigned long nreq;
+	bool partial;
+
+	if (c->sc == NULL || c->closing)
+		return;
+	nreq = store_conn_progress(c->sc, &partial);
+	if (nreq != c->nreq)
+		progress = true;
+	c->nreq = nreq;
+	if (nreq > 0 && !partial && c->outlen == 0)
+		timed_stop(c);
+	else if (progress || !c->timed)
+		timed_start(c, mono_ms());
 }
 
 /* Freed after the batch of events: a later one may still name it. */
@@ -128,11 +225,23 @@ conn_destroy(struct conn *c)
 	if (c->to_flush)
 		TAILQ_REMOVE(&g.flushq, c, flush_entry);
 	c->to_flush = false;
+	timed_stop(c);
+	TAILQ_REMOVE(&g.all, c, all);
 	loop_del(&g.lp, &c->w);
 	close(c->w.fd);
 	c->w.fd = -1;
 	TAILQ_INSERT_TAIL(&g.graveyard, c, entry);
 	g.nconns--;
+}
+
+static void
+out_free(struct conn *c)
+{
+	store_mem_give(g.st, c->outcap);
+	g.out_used -= c->outcap;
+	free(c->out);
+	c->out = NULL;
+	c->outcap = 0;
 }
 
 /* 0: all written or queued; -1: the peer is gone. */
@@ -154,7 +263,16 @@ conn_flush(struct conn *c)
 	}
 	memmove(c->out, c->out + off, c->outlen - off);
 	c->outlen -= off;
-	conn_events(c, c->outlen > 0);
+	/* A big reply gone: its memory goes back to the budget. */
+	if (c->outlen == 0 && c->outcap > OUT_KEEP)
+		out_free(c);
+	if (c->paused && c->outlen < OUT_PAUSE && !c->closing &&
+	    c->sc != NULL) {
+		/* Room again: the requests it sent meanwhile are served. */
+		store_input(g.st, c->sc, NULL, 0);
+	}
+	conn_retime(c, off > 0);
+	conn_events(c);
 	return 0;
 }
 
@@ -172,8 +290,23 @@ op_send(void *ctx, void *conn, const void *buf, size_t len)
 		for (cap = c->outcap > 0 ? c->outcap : 4096;
 		    cap < c->outlen + len; cap *= 2)
 			;
-		if ((nb = realloc(c->out, cap)) == NULL)
+		/*
+		 * Replies are memory too: the budget has them.  Small ones
+		 * (a worker's counters and ids) always pass, so that no
+		 * reader of big values can starve the workers; big ones
+		 * may take half the budget at most, so that values keep
+		 * the rest.
+		 */
+		if (cap > OUT_KEEP && (g.out_used + cap - c->outcap >
+		    g.max_bytes / 2 || !store_mem_take(g.st, cap - c->outcap)))
 			return -1;
+		if (cap <= OUT_KEEP)
+			store_mem_force(g.st, cap - c->outcap);
+		if ((nb = realloc(c->out, cap)) == NULL) {
+			store_mem_give(g.st, cap - c->outcap);
+			return -1;
+		}
+		g.out_used += cap - c->outcap;
 		c->out = nb;
 		c->outcap = cap;
 	}
@@ -215,8 +348,17 @@ on_conn(struct watch *w, uint32_t events)
 		conn_destroy(c);
 		return;
 	}
-	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+	if (w->fd == -1 || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
+	/* Paused: its input waits in the kernel (a stale event of the
+	 * batch may still say EPOLLIN); a hang-up ends it. */
+	if (c->outlen >= OUT_PAUSE) {
+		if (events & (EPOLLHUP | EPOLLERR))
+			conn_destroy(c);
+		else
+			conn_events(c);
+		return;
+	}
 	n = read(w->fd, buf, sizeof(buf));
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
 	    errno == EINTR))
@@ -226,6 +368,9 @@ on_conn(struct watch *w, uint32_t events)
 		return;
 	}
 	store_input(g.st, c->sc, buf, n);
+	conn_retime(c, false);
+	if (c->outlen >= OUT_PAUSE)
+		conn_events(c);
 }
 
 static void
@@ -255,21 +400,111 @@ shed(int lfd)
 	g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+/* The address of ss as IPv6, IPv4 mapped: one form to compare. */
+static void
+addr_of(const struct sockaddr_storage *ss, struct in6_addr *a)
+{
+	const struct sockaddr_in6 *s6 = (const void *)ss;
+	const struct sockaddr_in *s4 = (const void *)ss;
+
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET6)
+		*a = s6->sin6_addr;
+	else if (ss->ss_family == AF_INET) {
+		a->s6_addr[10] = a->s6_addr[11] = 0xff;
+		memcpy(&a->s6_addr[12], &s4->sin_addr, 4);
+	}
+}
+
+static bool
+allowed(const struct in6_addr *a)
+{
+	size_t i;
+
+	if (g.allow_file == NULL)
+		return true;
+	for (i = 0; i < g.nallow; i++)
+		if (memcmp(&g.allow[i], a, sizeof(*a)) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The trust model of esv-stored(8): a peer on this host (its socket is
+ * one of this network namespace's, loopback or not) must be of our uid
+ * or root; any other must be a node of the round (--allow-file).  NULL,
+ * or why not.
+ */
+static const char *
+trusted(struct conn *c, char *why, size_t wl)
+{
+	uid_t uid;
+	int rc;
+
+	if ((rc = sockdiag_peer_uid(c->w.fd, &uid)) == -1) {
+		snprintf(why, wl, "its uid unknown (sock_diag: %s)",
+		    strerror(errno));
+		return why;
+	}
+	c->local = rc == 1;
+	if (c->local) {
+		if (uid == g.uid || uid == 0)
+			return NULL;
+		snprintf(why, wl, "a local process of uid %u, not the job's "
+		    "(%u) nor root", (unsigned)uid, (unsigned)g.uid);
+		return why;
+	}
+	/* Gone already, or a loopback socket sock_diag does not show. */
+	if (IN6_IS_ADDR_LOOPBACK(&c->ip) || (IN6_IS_ADDR_V4MAPPED(&c->ip) &&
+	    c->ip.s6_addr[12] == 127)) {
+		snprintf(why, wl, "a loopback peer whose socket is not found");
+		return why;
+	}
+	if (!allowed(&c->ip)) {
+		snprintf(why, wl, "not a node of the round (%s)",
+		    g.allow_file);
+		return why;
+	}
+	return NULL;
+}
+
 static void
 conn_new(int fd, const struct sockaddr_storage *ss)
 {
-	char ip[INET6_ADDRSTRLEN], peer[INET6_ADDRSTRLEN + 16];
-	struct conn *c;
+	char ip[INET6_ADDRSTRLEN], why[128];
+	const char *no;
+	struct conn *c, *o;
+	unsigned same = 0;
 	int one = 1;
 
-	net_addr_fmt(ss, ip, sizeof(ip), peer, sizeof(peer));
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		refuse(fd, ss, "out of memory");
 		return;
 	}
 	c->w = (struct watch){ .fd = fd, .fn = on_conn, .ctx = c };
+	net_addr_fmt(ss, ip, sizeof(ip), c->peer, sizeof(c->peer));
+	addr_of(ss, &c->ip);
+	if ((no = trusted(c, why, sizeof(why))) != NULL) {
+		free(c);
+		refuse(fd, ss, no);
+		return;
+	}
+	/*
+	 * The cap is for other hosts: this host's peers are the job's own
+	 * uid (or root), every local worker among them, from one address.
+	 */
+	TAILQ_FOREACH(o, &g.all, all)
+		if (!c->local && memcmp(&o->ip, &c->ip, sizeof(c->ip)) == 0)
+			same++;
+	if (same >= g.max_per_addr) {
+		free(c);
+		snprintf(why, sizeof(why), "%u connections from %s already "
+		    "(--max-conns-per-addr)", same, ip);
+		refuse(fd, ss, why);
+		return;
+	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if ((c->sc = store_accept(g.st, c, peer)) == NULL ||
+	if ((c->sc = store_accept(g.st, c, c->peer)) == NULL ||
 	    loop_add(&g.lp, &c->w, EPOLLIN) == -1) {
 		if (c->sc != NULL)
 			store_lost(g.st, c->sc);
@@ -277,7 +512,95 @@ conn_new(int fd, const struct sockaddr_storage *ss)
 		refuse(fd, ss, "out of memory");
 		return;
 	}
+	TAILQ_INSERT_TAIL(&g.all, c, all);
+	timed_start(c, mono_ms());
 	g.nconns++;
+}
+
+/* Connections past their request's deadline go, said rate-limited. */
+static long long
+expire(long long now)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&g.timed)) != NULL && c->deadline <= now) {
+		if (ratelim_allow(&g.refusals))
+			warn_msg("%s: %s within %lld ms (--request-timeout): "
+			    "closing the connection", c->peer, c->outlen > 0 ?
+			    "its replies not read" : "no complete request",
+			    g.request_ms);
+		conn_destroy(c);
+	}
+	return c != NULL ? c->deadline : LLONG_MAX;
+}
+
+/*
+ * --allow-file: one numeric address a line, '#' comments.  A bad line is
+ * said and skipped; an unreadable file leaves the set as it was.
+ * Connections from addresses it no longer names are closed: a node that
+ * left the round has no business in its store.
+ */
+static void
+allow_load(void)
+{
+	struct in6_addr set[ALLOW_MAX], a;
+	struct conn *c, *next;
+	char line[256], *p, *e;
+	size_t n = 0;
+	int lineno = 0;
+	FILE *f;
+
+	if (g.allow_file == NULL)
+		return;
+	if ((f = fopen(g.allow_file, "re")) == NULL) {
+		warn_sys("%s: unable to read (the allowed set is unchanged)",
+		    g.allow_file);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		if ((p = strchr(line, '#')) != NULL)
+			*p = '\0';
+		for (p = line; isspace((unsigned char)*p); p++)
+			;
+		for (e = p + strlen(p); e > p && isspace((unsigned char)e[-1]);
+		    e--)
+			;
+		*e = '\0';
+		if (*p == '\0')
+			continue;
+		memset(&a, 0, sizeof(a));
+		if (inet_pton(AF_INET, p, &a.s6_addr[12]) == 1)
+			a.s6_addr[10] = a.s6_addr[11] = 0xff;
+		else if (inet_pton(AF_INET6, p, &a) != 1) {
+			warn_msg("%s:%d: not a numeric address: %s (skipped)",
+			    g.allow_file, lineno, p);
+			continue;
+		}
+		if (n == ALLOW_MAX) {
+			warn_msg("%s:%d: more than %d addresses (the rest "
+			    "skipped)", g.allow_file, lineno, ALLOW_MAX);
+			break;
+		}
+		set[n++] = a;
+	}
+	if (ferror(f))
+		warn_sys("%s: read error (the allowed set is unchanged)",
+		    g.allow_file);
+	else {
+		memcpy(g.allow, set, n * sizeof(set[0]));
+		g.nallow = n;
+		info_msg("%s: %zu remote addresses allowed", g.allow_file, n);
+		for (c = TAILQ_FIRST(&g.all); c != NULL; c = next) {
+			next = TAILQ_NEXT(c, all);
+			if (!c->local && !allowed(&c->ip)) {
+				warn_msg("%s: no longer a node of the round: "
+				    "closing the connection", c->peer);
+				conn_destroy(c);
+			}
+		}
+	}
+	fclose(f);
 }
 
 static void
@@ -354,6 +677,8 @@ on_signal(struct watch *w, uint32_t events)
 	for (i = 0; i < n; i++)
 		if (si[i].ssi_signo == SIGTERM || si[i].ssi_signo == SIGINT)
 			g.quit = true;
+		else if (si[i].ssi_signo == SIGHUP)
+			g.reload = true;
 }
 
 /*
@@ -430,13 +755,19 @@ main(int argc, char *argv[])
 		{ "max-request", required_argument, NULL, 'r' },
 		{ "max-keys", required_argument, NULL, 'K' },
 		{ "max-waiters", required_argument, NULL, 'w' },
+		{ "max-conn-waiters", required_argument, NULL, 'W' },
+		{ "max-bytes", required_argument, NULL, 'B' },
+		{ "max-queue", required_argument, NULL, 'Q' },
+		{ "max-conns-per-addr", required_argument, NULL, 'A' },
+		{ "request-timeout", required_argument, NULL, 'T' },
+		{ "allow-file", required_argument, NULL, 'a' },
 		{ "parent", required_argument, NULL, 'P' },
 		{ "state-file", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct store_ops ops = { op_send, op_close, NULL };
+	struct store_ops ops = { op_send, op_close, NULL, op_full };
 	struct store_conf conf;
 	const char *listens[LISTEN_MAX];
 	int ch, nlisten = 0, lfd = -1, i;
@@ -446,6 +777,9 @@ main(int argc, char *argv[])
 
 	store_conf_default(&conf);
 	g.max_conns = 4096;
+	/* Room for every worker of a big node (two each in torch 1.13). */
+	g.max_per_addr = 512;
+	g.request_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -480,6 +814,29 @@ main(int argc, char *argv[])
 			conf.max_waiters = num_arg("--max-waiters", optarg, 1,
 			    1LL << 32);
 			break;
+		case 'W':
+			conf.max_conn_waiters = num_arg("--max-conn-waiters",
+			    optarg, 1, 1LL << 32);
+			break;
+		case 'B':
+			conf.max_bytes = num_arg("--max-bytes", optarg,
+			    1 << 20, 1LL << 40);
+			break;
+		case 'Q':
+			conf.max_queue = num_arg("--max-queue", optarg, 1,
+			    1LL << 32);
+			break;
+		case 'A':
+			g.max_per_addr = num_arg("--max-conns-per-addr", optarg,
+			    1, 1000000);
+			break;
+		case 'T':
+			g.request_ms = num_arg("--request-timeout", optarg, 1,
+			    86400000);
+			break;
+		case 'a':
+			g.allow_file = optarg;
+			break;
 		case 'P':
 			parent = num_arg("--parent", optarg, 2, INT_MAX);
 			break;
@@ -509,6 +866,7 @@ main(int argc, char *argv[])
 	if (parent != 0 && (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
 	    getppid() != parent))
 		return ESV_EXIT_OK;
+	g.max_bytes = conf.max_bytes;
 	/* A MULTI_GET of max_nkeys values may be that big; no more. */
 	g.out_max = conf.max_request + conf.max_value + 64;
 	raise_nofile();
@@ -516,6 +874,9 @@ main(int argc, char *argv[])
 	if ((g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		die(ESV_EXIT_SYSTEM, "/dev/null");
 	TAILQ_INIT(&g.graveyard);
+	TAILQ_INIT(&g.all);
+	TAILQ_INIT(&g.timed);
+	g.uid = geteuid();
 	TAILQ_INIT(&g.closing);
 	TAILQ_INIT(&g.flushq);
 	g.refusals.what = "refused connections";
@@ -525,14 +886,20 @@ main(int argc, char *argv[])
 		die(ESV_EXIT_SYSTEM, "timerfd");
 	if ((g.st = store_new(&conf, &ops)) == NULL)
 		die(ESV_EXIT_SYSTEM, "malloc");
+	allow_load();
 	if (lfd != -1)
 		net_listen_fd(lfd, add_listener);
 	for (i = 0; i < nlisten; i++)
 		net_listen(listens[i], add_listener);
 	fflush(stdout);
 	while (!g.quit) {
+		if (g.reload) {
+			g.reload = false;
+			allow_load();
+		}
 		now = mono_ms();
-		next = ratelim_tick(&g.refusals, now, LLONG_MAX);
+		next = expire(now);
+		next = ratelim_tick(&g.refusals, now, next);
 		if ((due = state_tick(now)) < next)
 			next = due;
 		if (timer_arm_ms(g.timerw.fd, next == LLONG_MAX ? -1 :
@@ -553,7 +920,7 @@ main(int argc, char *argv[])
 			conn_destroy(c);
 		while ((c = TAILQ_FIRST(&g.graveyard)) != NULL) {
 			TAILQ_REMOVE(&g.graveyard, c, entry);
-			free(c->out);
+			out_free(c);
 			free(c);
 		}
 	}

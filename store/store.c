@@ -89,6 +89,7 @@ struct store_conn {
 	size_t			 inlen, incap;
 	LIST_HEAD(, waiter)	 waits;
 	size_t			 wait_left;	/* keys still missing */
+	unsigned long		 nreq;		/* requests done */
 	bool			 dead;		/* closed: input ignored */
 	unsigned		 busy;		/* in store_input */
 };
@@ -99,6 +100,8 @@ struct store {
 	struct entry		**buckets;
 	size_t			 nbuckets, nentries;
 	size_t			 nkeys, nwaiters, nwaiting;
+	size_t			 used;		/* of conf.max_bytes */
+	bool			 over;		/* the last take failed */
 	LIST_HEAD(, store_conn)	 conns;
 };
 
@@ -117,6 +120,77 @@ store_conf_default(struct store_conf *conf)
 	conf->max_nkeys = 128 << 10;
 	conf->max_keys = 1 << 20;
 	conf->max_waiters = 64 << 10;
+	/*
+	 * torch's elastic get_all WAITs on one key per rank on one
+	 * connection: enough for a world of 8192, an eighth of all.
+	 */
+	conf->max_conn_waiters = 8 << 10;
+	conf->max_queue = 64 << 10;
+	/*
+	 * What torch keeps here is small (NCCL ids of 128 bytes, counters,
+	 * the elastic agent's keys): a world of 100000 ranks with 1 KiB of
+	 * its own each is a tenth of this.  Checkpoints do not go through
+	 * a store.  Room too for a few --max-value values in flight.
+	 */
+	conf->max_bytes = 256 << 20;
+}
+
+/* As store_mem_take; a refusal is remembered for no_room's word. */
+static bool
+take(struct store *st, size_t n)
+{
+	if (st->used > st->conf.max_bytes ||
+	    n > st->conf.max_bytes - st->used) {
+		st->over = true;
+		return false;
+	}
+	st->used += n;
+	return true;
+}
+
+bool
+store_mem_take(struct store *st, size_t n)
+{
+	if (st->used > st->conf.max_bytes ||
+	    n > st->conf.max_bytes - st->used)
+		return false;
+	st->used += n;
+	return true;
+}
+
+void
+store_mem_force(struct store *st, size_t n)
+{
+	st->used += n;
+}
+
+void
+store_mem_give(struct store *st, size_t n)
+{
+	st->used -= n < st->used ? n : st->used;
+}
+
+size_t
+store_mem_used(const struct store *st)
+{
+	return st->used;
+}
+
+/* A key for the log: printable, quoted, cut at 32 characters. */
+static void
+key_fmt(const uint8_t *p, size_t n, char *out, size_t ol)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n && i < 32 && o + 5 < ol; i++)
+		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' &&
+		    p[i] != '\\')
+			out[o++] = p[i];
+		else
+			o += snprintf(out + o, ol - o, "\\x%02x", p[i]);
+	if (i < n && o + 4 < ol)
+		o += snprintf(out + o, ol - o, "...");
+	out[o] = '\0';
 }
 
 /* ---- the table ---- */
@@ -171,9 +245,12 @@ lookup_or_add(struct store *st, const struct slice *k)
 
 	if ((e = lookup(st, k)) != NULL)
 		return e;
+	if (!take(st, sizeof(*e) + k->len))
+		return NULL;
 	if ((e = calloc(1, sizeof(*e))) == NULL ||
 	    (e->key = malloc(k->len > 0 ? k->len : 1)) == NULL) {
 		free(e);
+		store_mem_give(st, sizeof(*e) + k->len);
 		return NULL;
 	}
 	memcpy(e->key, k->p, k->len);
@@ -203,6 +280,7 @@ maybe_drop(struct store *st, struct entry *e)
 		;
 	*pp = e->next;
 	st->nentries--;
+	store_mem_give(st, sizeof(*e) + e->klen);
 	free(e->key);
 	free(e->val);
 	free(e);
@@ -211,10 +289,18 @@ maybe_drop(struct store *st, struct entry *e)
 static bool
 set_value(struct store *st, struct entry *e, const uint8_t *p, size_t n)
 {
-	uint8_t *v = malloc(n > 0 ? n : 1);
+	size_t old = e->present ? e->vlen : 0;
+	uint8_t *v;
 
-	if (v == NULL)
+	if (n > old && !take(st, n - old))
 		return false;
+	if ((v = malloc(n > 0 ? n : 1)) == NULL) {
+		if (n > old)
+			store_mem_give(st, n - old);
+		return false;
+	}
+	if (n < old)
+		store_mem_give(st, old - n);
 	memcpy(v, p, n);
 	free(e->val);
 	e->val = v;
@@ -231,6 +317,24 @@ has(const struct entry *e)
 	return e != NULL && (e->present || e->qlen > 0);
 }
 
+/* op on key k (n bytes) could not be had: past the budget, or malloc. */
+static int
+no_room(struct store *st, const char *op, const struct slice *k, size_t n,
+    char *why, size_t wl)
+{
+	char key[140];
+
+	key_fmt(k->p, k->len, key, sizeof(key));
+	if (st->over)
+		snprintf(why, wl, "%s of key \"%s\" (%zu bytes): past the "
+		    "store's budget of %zu bytes (--max-bytes)", op, key, n,
+		    st->conf.max_bytes);
+	else
+		snprintf(why, wl, "%s of key \"%s\": out of memory", op, key);
+	st->over = false;
+	return -1;
+}
+
 /* ---- replies ---- */
 
 static void	conn_close(struct store *, struct store_conn *, const char *,
@@ -242,7 +346,9 @@ reply(struct store *st, struct store_conn *c, const void *p, size_t n)
 	if (c->dead)
 		return false;
 	if (st->ops.send(st->ops.ctx, c->conn, p, n) == -1) {
-		conn_close(st, c, "does not read its replies");
+		conn_close(st, c, "a reply past what it may have "
+		    "queued (it does not read its replies, or the store is at "
+		    "half its --max-bytes in replies)");
 		return false;
 	}
 	return true;
@@ -403,10 +509,11 @@ do_set(struct store *st, struct store_conn *c, struct rd *r, bool exec,
 	if (!exec)
 		return 1;
 	TRY(need_room(st, lookup(st, &k), why, wl));
-	if ((e = lookup_or_add(st, &k)) == NULL || !set_value(st, e, v.p,
-	    v.len)) {
-		snprintf(why, wl, "out of memory");
-		return -1;
+	if ((e = lookup_or_add(st, &k)) == NULL)
+		return no_room(st, "SET", &k, v.len, why, wl);
+	if (!set_value(st, e, v.p, v.len)) {
+		maybe_drop(st, e);
+		return no_room(st, "SET", &k, v.len, why, wl);
 	}
 	(void)c;
 	wake(st, e, false);
@@ -432,18 +539,17 @@ do_compare_set(struct store *st, struct store_conn *c, struct rd *r,
 		if (want.len > 0)
 			return reply_bytes(st, c, want.p, want.len), 1;
 		TRY(need_room(st, e, why, wl));
-		if ((e = lookup_or_add(st, &k)) == NULL ||
-		    !set_value(st, e, to.p, to.len)) {
-			snprintf(why, wl, "out of memory");
-			return -1;
+		if ((e = lookup_or_add(st, &k)) == NULL)
+			return no_room(st, "COMPARE_SET", &k, to.len, why, wl);
+		if (!set_value(st, e, to.p, to.len)) {
+			maybe_drop(st, e);
+			return no_room(st, "COMPARE_SET", &k, to.len, why, wl);
 		}
 		/* torch 1.13 wakes nobody here; a waiter is better off. */
 		wake(st, e, false);
 	} else if (e->vlen == want.len && memcmp(e->val, want.p, want.len) ==
-	    0 && !set_value(st, e, to.p, to.len)) {
-		snprintf(why, wl, "out of memory");
-		return -1;
-	}
+	    0 && !set_value(st, e, to.p, to.len))
+		return no_room(st, "COMPARE_SET", &k, to.len, why, wl);
 	reply_bytes(st, c, e->val, e->vlen);
 	return 1;
 }
@@ -509,10 +615,11 @@ do_add(struct store *st, struct store_conn *c, struct rd *r, bool exec,
 	/* Wraps as torch's int64 does in practice, without C's UB. */
 	cur = (int64_t)((uint64_t)cur + d);
 	snprintf(num, sizeof(num), "%" PRId64, cur);
-	if ((e = lookup_or_add(st, &k)) == NULL ||
-	    !set_value(st, e, (const uint8_t *)num, strlen(num))) {
-		snprintf(why, wl, "out of memory");
-		return -1;
+	if ((e = lookup_or_add(st, &k)) == NULL)
+		return no_room(st, "ADD", &k, strlen(num), why, wl);
+	if (!set_value(st, e, (const uint8_t *)num, strlen(num))) {
+		maybe_drop(st, e);
+		return no_room(st, "ADD", &k, strlen(num), why, wl);
 	}
 	wake(st, e, false);
 	reply_i64(st, c, cur);
@@ -543,6 +650,12 @@ do_keys(struct store *st, struct store_conn *c, struct rd *r, bool exec,
 		    CHECK_NOT_READY), 1;
 	if (missing == 0)
 		return reply_u8(st, c, STOP_WAITING), 1;
+	if (missing > st->conf.max_conn_waiters) {
+		snprintf(why, wl, "a WAIT for %zu keys, past the %zu one "
+		    "connection may wait on (--max-conn-waiters)", missing,
+		    st->conf.max_conn_waiters);
+		return -1;
+	}
 	if (st->nwaiters + missing > st->conf.max_waiters) {
 		snprintf(why, wl, "a WAIT for %zu keys past the %zu waited on "
 		    "at once", missing, st->conf.max_waiters);
@@ -560,8 +673,7 @@ do_keys(struct store *st, struct store_conn *c, struct rd *r, bool exec,
 			if (e != NULL)
 				maybe_drop(st, e);
 			unpark(st, c);
-			snprintf(why, wl, "out of memory");
-			return -1;
+			return no_room(st, "WAIT", &k, 0, why, wl);
 		}
 		w->e = e;
 		w->c = c;
@@ -586,6 +698,7 @@ do_delete(struct store *st, struct store_conn *c, struct rd *r, bool exec,
 	if (!exec)
 		return 1;
 	if ((e = lookup(st, &k)) != NULL && e->present) {
+		store_mem_give(st, e->vlen);
 		free(e->val);
 		e->val = NULL;
 		e->vlen = 0;
@@ -617,20 +730,19 @@ do_append(struct store *st, struct store_conn *c, struct rd *r, bool exec,
 		    st->conf.max_value);
 		return -1;
 	}
-	if ((e = lookup_or_add(st, &k)) == NULL) {
-		snprintf(why, wl, "out of memory");
-		return -1;
-	}
+	if ((e = lookup_or_add(st, &k)) == NULL)
+		return no_room(st, "APPEND", &k, v.len, why, wl);
 	if (!e->present) {
 		if (!set_value(st, e, v.p, v.len)) {
 			maybe_drop(st, e);
-			snprintf(why, wl, "out of memory");
-			return -1;
+			return no_room(st, "APPEND", &k, v.len, why, wl);
 		}
 	} else if (v.len > 0) {
+		if (!take(st, v.len))
+			return no_room(st, "APPEND", &k, v.len, why, wl);
 		if ((nv = realloc(e->val, e->vlen + v.len)) == NULL) {
-			snprintf(why, wl, "out of memory");
-			return -1;
+			store_mem_give(st, v.len);
+			return no_room(st, "APPEND", &k, v.len, why, wl);
 		}
 		memcpy(nv + e->vlen, v.p, v.len);
 		e->val = nv;
@@ -696,6 +808,7 @@ do_queue(struct store *st, struct store_conn *c, struct rd *r, enum cmd cmd,
 	struct slice k, v;
 	struct entry *e;
 	struct qitem *q;
+	char kf[140];
 
 	TRY(rd_str(r, &k, st->conf.max_key, "key", why, wl));
 	if (cmd == C_QUEUE_PUSH)
@@ -710,12 +823,21 @@ do_queue(struct store *st, struct store_conn *c, struct rd *r, enum cmd cmd,
 			    "holds", st->conf.max_keys);
 			return -1;
 		}
-		if ((e = lookup_or_add(st, &k)) == NULL ||
-		    (q = malloc(sizeof(*q) + v.len)) == NULL) {
-			if (e != NULL)
-				maybe_drop(st, e);
-			snprintf(why, wl, "out of memory");
+		if (e != NULL && e->qlen >= st->conf.max_queue) {
+			key_fmt(k.p, k.len, kf, sizeof(kf));
+			snprintf(why, wl, "QUEUE_PUSH to \"%s\": past the %zu "
+			    "items a queue holds (--max-queue)", kf,
+			    st->conf.max_queue);
 			return -1;
+		}
+		if ((e = lookup_or_add(st, &k)) == NULL)
+			return no_room(st, "QUEUE_PUSH", &k, v.len, why, wl);
+		if (!take(st, sizeof(*q) + v.len) ||
+		    (q = malloc(sizeof(*q) + v.len)) == NULL) {
+			if (!st->over)
+				store_mem_give(st, sizeof(*q) + v.len);
+			maybe_drop(st, e);
+			return no_room(st, "QUEUE_PUSH", &k, v.len, why, wl);
 		}
 		q->len = v.len;
 		memcpy(q->bytes, v.p, v.len);
@@ -731,6 +853,7 @@ do_queue(struct store *st, struct store_conn *c, struct rd *r, enum cmd cmd,
 		STAILQ_REMOVE_HEAD(&e->queue, next);
 		e->qlen--;
 		reply_bytes(st, c, q->bytes, q->len);
+		store_mem_give(st, sizeof(*q) + q->len);
 		free(q);
 		maybe_drop(st, e);
 		return 1;
@@ -872,7 +995,7 @@ static void
 conn_close(struct store *st, struct store_conn *c, const char *fmt, ...)
 {
 	va_list ap;
-	char why[256];
+	char why[512];
 
 	if (c->dead)
 		return;
@@ -890,6 +1013,7 @@ conn_free(struct store *st, struct store_conn *c)
 {
 	unpark(st, c);
 	LIST_REMOVE(c, all);
+	store_mem_give(st, c->incap);
 	free(c->in);
 	free(c);
 }
@@ -928,11 +1052,60 @@ detect(struct store_conn *c)
 	return c->dialect != D_UNKNOWN;
 }
 
+/* Byte i of what is buffered followed by buf. */
+static int
+byte_at(const struct store_conn *c, const uint8_t *buf, size_t n, size_t i)
+{
+	if (i < c->inlen)
+		return c->in[i];
+	return i - c->inlen < n ? buf[i - c->inlen] : -1;
+}
+
+/*
+ * For the log of a request refused before it is all here: its key, if
+ * its first bytes are a command and a key (after a VALIDATE), as
+ * " for key \"k\""; else "".
+ */
+static void
+peek_key(const struct store *st, const struct store_conn *c,
+    const uint8_t *buf, size_t n, char *out, size_t ol)
+{
+	static const uint8_t validate[] = { 0x00, 0xCE, 0xF7, 0x85, 0x3C };
+	uint8_t k[32] = { 0 }, len8[8];
+	char kf[140];
+	size_t at = 0, i;
+	uint64_t len;
+	int b;
+
+	out[0] = '\0';
+	for (i = 0; i < sizeof(validate); i++)
+		if (byte_at(c, buf, n, i) != validate[i])
+			break;
+	if (i == sizeof(validate))
+		at = sizeof(validate);
+	at++;			/* the command byte */
+	for (i = 0; i < 8; i++) {
+		if ((b = byte_at(c, buf, n, at + i)) == -1)
+			return;
+		len8[i] = b;
+	}
+	memcpy(&len, len8, 8);
+	if (len > st->conf.max_key)
+		return;
+	for (i = 0; i < len && i < sizeof(k); i++) {
+		if ((b = byte_at(c, buf, n, at + 8 + i)) == -1)
+			return;
+		k[i] = b;
+	}
+	key_fmt(k, i, kf, sizeof(kf));
+	snprintf(out, ol, " for key \"%s%s\"", kf, i < len ? "..." : "");
+}
+
 void
 store_input(struct store *st, struct store_conn *c, const void *buf,
     size_t n)
 {
-	char why[256];
+	char why[512], key[160];
 	struct rd r;
 	size_t cap, done = 0;
 	uint8_t *nb;
@@ -949,18 +1122,29 @@ store_input(struct store *st, struct store_conn *c, const void *buf,
 		for (cap = c->incap > 0 ? c->incap : 4096; cap < c->inlen + n;
 		    cap *= 2)
 			;
+		if (!take(st, cap - c->incap)) {
+			st->over = false;
+			peek_key(st, c, buf, n, key, sizeof(key));
+			conn_close(st, c, "a request%s of %zu bytes so far: "
+			    "past the store's budget of %zu bytes (--max-bytes)",
+			    key, c->inlen + n, st->conf.max_bytes);
+			return;
+		}
 		if ((nb = realloc(c->in, cap)) == NULL) {
+			store_mem_give(st, cap - c->incap);
 			conn_close(st, c, "out of memory");
 			return;
 		}
 		c->in = nb;
 		c->incap = cap;
 	}
-	memcpy(c->in + c->inlen, buf, n);
+	if (n > 0)
+		memcpy(c->in + c->inlen, buf, n);
 	c->inlen += n;
 	if (c->dialect == D_UNKNOWN && !detect(c))
 		return;
-	while (!c->dead && done < c->inlen) {
+	while (!c->dead && done < c->inlen && (st->ops.full == NULL ||
+	    !st->ops.full(st->ops.ctx, c->conn))) {
 		r = (struct rd){ c->in + done, c->inlen - done, 0 };
 		why[0] = '\0';
 		if ((rc = request(st, c, &r, why, sizeof(why))) == -1) {
@@ -970,6 +1154,7 @@ store_input(struct store *st, struct store_conn *c, const void *buf,
 		if (rc == 0)
 			break;
 		done += r.off;
+		c->nreq++;
 	}
 	if (c->dead)
 		return;
@@ -1032,6 +1217,13 @@ store_free(struct store *st)
 		}
 	free(st->buckets);
 	free(st);
+}
+
+unsigned long
+store_conn_progress(const struct store_conn *sc, bool *partial)
+{
+	*partial = sc->inlen > 0;
+	return sc->nreq;
 }
 
 size_t

@@ -21,6 +21,10 @@ struct store_conf {
 	size_t		max_nkeys;	/* keys named in one request */
 	size_t		max_keys;	/* keys held */
 	size_t		max_waiters;	/* keys waited on, all connections */
+	size_t		max_conn_waiters; /* keys one connection waits on */
+	size_t		max_queue;	/* items in one queue */
+	size_t		max_bytes;	/* the budget: keys, values, queue
+					 * items, input and output buffered */
 };
 
 struct store_ops {
@@ -36,6 +40,12 @@ struct store_ops {
 	 */
 	void	(*close)(void *ctx, void *conn);
 	void	*ctx;
+	/*
+	 * Optional: true while conn's replies are not being read; the
+	 * store then leaves its next requests buffered until store_input
+	 * is called again (with no bytes, once the replies have gone).
+	 */
+	bool	(*full)(void *ctx, void *conn);
 };
 
 /* The defaults of esv-stored(8). */
@@ -52,6 +62,22 @@ void		 store_input(struct store *st, struct store_conn *sc,
 		    const void *buf, size_t n);
 /* The transport lost sc (EOF, error): sc is freed, ops->close not called. */
 void		 store_lost(struct store *st, struct store_conn *sc);
+
+/*
+ * For the transport's timeout: requests sc completed, and whether part
+ * of one is buffered.
+ */
+unsigned long	 store_conn_progress(const struct store_conn *sc,
+		    bool *partial);
+/*
+ * The budget (max_bytes), shared with the transport's output buffers:
+ * take n bytes of it (false: that would go past it), or give them back.
+ */
+bool		 store_mem_take(struct store *st, size_t n);
+void		 store_mem_give(struct store *st, size_t n);
+/* Taken even past the budget: what must never be refused. */
+void		 store_mem_force(struct store *st, size_t n);
+size_t		 store_mem_used(const struct store *st);
 
 /* For status: keys held, and connections parked in a WAIT. */
 size_t		 store_nkeys(const struct store *st);

@@ -9,6 +9,11 @@
  *
  * The store goes when the attempt's workers are gone (finish_cleanup),
  * and with the supervisor whatever kills it (esv-stored --parent).
+ *
+ * Who may reach it (esv-stored(8), "Trust model"): a job of one node
+ * listens on loopback only; a job of several accepts, besides this host's
+ * processes of the job's uid, the round's nodes, which the rendezvous
+ * names and this file hands on in supervise/store.allow.
  */
 #include <sys/socket.h>
 
@@ -26,10 +31,20 @@
 #include "progpath.h"
 #include "supervise.h"
 
-/* A listening TCP socket on every address, [::] with v4 mapped if the
- * host has IPv6, else 0.0.0.0, as torch's own store binds; -1, errno. */
+/* A job of one node: its workers are all here. */
+static bool
+one_node(const struct job_config *cfg)
+{
+	return cfg->standalone || cfg->nnodes_max == 1;
+}
+
+/*
+ * A listening TCP socket on every address, [::] with v4 mapped if the
+ * host has IPv6, else 0.0.0.0, as torch's own store binds; on 127.0.0.1
+ * only if loopback.  -1, errno.
+ */
 static int
-listen_any(unsigned port, unsigned *bound)
+listen_any(unsigned port, unsigned *bound, bool loopback)
 {
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6,
 	    .sin6_port = htons(port), .sin6_addr = IN6ADDR_ANY_INIT };
@@ -37,9 +52,12 @@ listen_any(unsigned port, unsigned *bound)
 	    .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_ANY) };
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	int fd, off = 0, on = 1, e;
+	int fd = -1, off = 0, on = 1, e;
 
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (loopback)
+		s4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else
+		fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd != -1 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
 	    sizeof(off)) == -1 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR,
 	    &on, sizeof(on)) == -1 || bind(fd, (struct sockaddr *)&s6,
@@ -94,8 +112,8 @@ store_prepare(struct supervisor *sv)
 	store_drop(sv);
 	if (fixed && cfg->node_rank != 0)
 		return 0;
-	if ((sv->st_fd = listen_any(fixed ? cfg->master_port : 0, &port)) ==
-	    -1) {
+	if ((sv->st_fd = listen_any(fixed ? cfg->master_port : 0, &port,
+	    one_node(cfg))) == -1) {
 		warn_sys("agent store: unable to listen on port %u",
 		    fixed ? cfg->master_port : 0);
 		return -1;
@@ -120,9 +138,12 @@ store_drop(struct supervisor *sv)
 int
 store_round(struct supervisor *sv)
 {
-	char path[PATH_MAX], parent[32], state[PATH_MAX];
+	char path[PATH_MAX], parent[32], state[PATH_MAX], allow[PATH_MAX];
+	char peraddr[32];
 	char *argv[] = { path, "--listen-fd", "3", "--parent", parent,
+	    "--max-conns-per-addr", peraddr, "--allow-file", allow,
 	    "--state-file", state, NULL };
+	const char *m = sv->round.members;
 	int e;
 
 	if (!sv->cfg->agent_store)
@@ -139,9 +160,36 @@ store_round(struct supervisor *sv)
 	sv->st_pid = 0;
 	sv->st_stopping = false;
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	/* Another node's workers, two connections each in torch 1.13. */
+	snprintf(peraddr, sizeof(peraddr), "%u", sv->cfg->nproc_per_node > 128 ?
+	    4 * sv->cfg->nproc_per_node : 512);
 	if (pathf(state, sizeof(state), "%s/%s", sv->cfg->jobdir,
 	    ESV_STORE_STATE) == -1)
-		argv[5] = NULL;		/* counts unsaid rather than no store */
+		argv[9] = NULL;		/* counts unsaid rather than no store */
+	if (one_node(sv->cfg)) {
+		/* Bound to 127.0.0.1: the workers must be told that. */
+		strlcpy(sv->round.master_addr, "127.0.0.1",
+		    sizeof(sv->round.master_addr));
+		m = "";
+	}
+	/*
+	 * The round's nodes, before esv-stored reads them: written whole
+	 * (atomic_write), so a SIGHUP never finds half a list.  Unknown (a
+	 * backend that does not say them): any remote host may connect.
+	 */
+	if (m == NULL) {
+		memmove(&argv[7], &argv[9], 3 * sizeof(argv[0]));
+		warn_msg("agent store: the %s rendezvous did not name round "
+		    "%u's nodes: any host may connect",
+		    sv->cfg->rdzv_backend, sv->round.round);
+	} else if (pathf(allow, sizeof(allow), "%s/%s", sv->cfg->jobdir,
+	    ESV_STORE_ALLOW) == -1 || atomic_write(allow, m, strlen(m),
+	    0644) == -1) {
+		warn_sys("agent store: %s: unable to write the round's nodes",
+		    allow);
+		store_drop(sv);
+		return -1;
+	}
 	prog_path("esv-stored", "store", "ESV_STORED", path, sizeof(path));
 	e = prog_spawn(argv, sv->st_fd, true, &sv->st_pid);
 	store_drop(sv);

@@ -52,6 +52,12 @@ struct rdzv_round {
 	char			master_addr[256];
 	unsigned		master_port;
 	bool			use_agent_store;	/* an agent hosts the store */
+	/*
+	 * The round's nodes' addresses, one a line (the agent store lets
+	 * them in), held by the backend until its next round; NULL if the
+	 * backend does not know them.
+	 */
+	const char		*members;
 };
 
 struct rdzv;

@@ -113,6 +113,11 @@ struct esv {
 	char			 my_addr[RDZV_ADDR_MAX + 1];
 	unsigned		 my_port;
 	unsigned		 waiting, participants;
+	/* MEMBER lines of members_round, one address a line (rdzv_round). */
+	char			 members[24 * 1024];
+	size_t			 mlen;
+	unsigned		 members_round;
+	bool			 members_lost;	/* did not fit */
 };
 
 static void	conn_lost(struct esv *e, const char *why);
@@ -377,6 +382,28 @@ round_sane(struct esv *e, const struct rdzv_round_msg *m)
 	return false;
 }
 
+/* An address of a node of round, ahead of its ROUND. */
+static void
+on_member(struct esv *e, unsigned round, const char *addr)
+{
+	size_t n = strlen(addr);
+
+	if (round != e->members_round || e->mlen == 0) {
+		e->mlen = 0;
+		e->members[0] = '\0';
+		e->members_lost = false;
+		e->members_round = round;
+	}
+	if (e->mlen + n + 2 > sizeof(e->members)) {
+		e->members_lost = true;
+		return;
+	}
+	memcpy(e->members + e->mlen, addr, n);
+	e->mlen += n;
+	e->members[e->mlen++] = '\n';
+	e->members[e->mlen] = '\0';
+}
+
 static void
 on_round(struct esv *e, const struct rdzv_round_msg *m)
 {
@@ -413,6 +440,8 @@ on_round(struct esv *e, const struct rdzv_round_msg *m)
 	strlcpy(r.master_addr, m->master_addr, sizeof(r.master_addr));
 	r.master_port = m->master_port;
 	r.use_agent_store = false;
+	if (e->mlen > 0 && !e->members_lost && e->members_round == m->round)
+		r.members = e->members;
 	e->rz->rounds++;
 	rearm(e);
 	e->rz->cb.done(e->rz->cb.ctx, &r);
@@ -573,6 +602,9 @@ on_line(struct esv *e, char *line)
 		e->participants = m.u.joined.participants;
 		e->waiting = m.u.joined.waiting;
 		e->rz->cb.status_changed(e->rz->cb.ctx);
+		break;
+	case RV_MEMBER:
+		on_member(e, m.u.member.round, m.u.member.addr);
 		break;
 	case RV_ROUND:
 		on_round(e, &m.u.round);

@@ -36,6 +36,8 @@
  */
 #include <sys/tree.h>
 
+#include <arpa/inet.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,6 +168,8 @@ struct node {
 	bool			 assigned;	/* and it was there: */
 	bool			 place_linear;	/* the last read was refused */
 	struct rdzv_round_msg	 place;
+	/* Group rank 0's place: the round's addresses, '\n' after each. */
+	char			 members[4096];
 	json_t			*steps;		/* of a completion: stages */
 	unsigned		 chunks_out;	/* a stage's writes in flight */
 	bool			 chunks_failed, chunks_stale;
@@ -390,6 +394,31 @@ state_done(struct state *st)
 }
 
 /*
+ * The round's addresses in group rank 0's place (for its agent store,
+ * told as MEMBER lines before ROUND): numeric ones only, as many as fit.
+ */
+static void
+members_parse(struct node *n, json_t *a)
+{
+	const char *s;
+	size_t i, len = 0, l;
+
+	n->members[0] = '\0';
+	if (!json_is_array(a))
+		return;
+	for (i = 0; i < json_array_size(a); i++) {
+		s = json_string_value(json_array_get(a, i));
+		if (s == NULL || !rdzv_addr_ok(s) ||
+		    (l = strlen(s)) + 2 > sizeof(n->members) - len)
+			continue;
+		memcpy(n->members + len, s, l);
+		len += l;
+		n->members[len++] = '\n';
+		n->members[len] = '\0';
+	}
+}
+
+/*
  * A node's place in a round, as the leader wrote it: what ROUND says.
  * Anything else is refused, so that nothing esv did not write reaches
  * the supervisor.
@@ -425,6 +454,7 @@ place_parse(struct node *n, const char *val, unsigned round,
 		r->role_world_size = v[5];
 		strlcpy(r->master_addr, addr, sizeof(r->master_addr));
 		r->master_port = v[6];
+		members_parse(n, json_object_get(j, "members"));
 	} else
 		warn_msg("etcd: %sa/%u/%s: not a place esv wrote; ignored",
 		    n->prefix, round, n->me.node_id);
@@ -694,13 +724,48 @@ say_err(struct node *n, const char *code, const char *fmt, ...)
 static void
 say_place(struct node *n, const struct rdzv_round_msg *r)
 {
-	struct rdzv_msg m = { .verb = RV_ROUND };
+	struct rdzv_msg m = { .verb = RV_MEMBER };
+	const char *p, *nl;
 
+	m.u.member.round = r->round;
+	for (p = n->members; r->group_rank == 0 &&
+	    (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		if ((size_t)(nl - p) >= sizeof(m.u.member.addr))
+			continue;
+		memcpy(m.u.member.addr, p, nl - p);
+		m.u.member.addr[nl - p] = '\0';
+		n->ops.say(n->ops.ctx, &m);
+	}
+	m = (struct rdzv_msg){ .verb = RV_ROUND };
 	m.u.round = *r;
 	info_msg("etcd: job %s: round %u: group rank %u of %u, world %u",
 	    n->me.run_id, r->round, r->group_rank, r->group_world_size,
 	    r->world_size);
 	n->ops.say(n->ops.ctx, &m);
+}
+
+/*
+ * For group rank 0's place: the numeric addresses the round's nodes gave
+ * (their agent store lets them in); none past MEMBERS_MAX nodes, as
+ * esv-rdzv.
+ */
+#define MEMBERS_MAX	200
+
+static json_t *
+members_of(json_t **arr, unsigned n)
+{
+	struct in6_addr buf;
+	const char *a;
+	json_t *out = json_array();
+	unsigned i;
+
+	for (i = 0; i < n && n <= MEMBERS_MAX && out != NULL; i++) {
+		a = json_string_value(json_object_get(arr[i], "addr"));
+		if (a != NULL && (inet_pton(AF_INET, a, &buf) == 1 ||
+		    inet_pton(AF_INET6, a, &buf) == 1))
+			json_array_append_new(out, json_string(a));
+	}
+	return out;
 }
 
 /* ---- the steps ---- */
@@ -896,6 +961,8 @@ commit(struct node *n, const struct state *st)
 		    (json_int_t)ra.role_world_size, "master_addr",
 		    json_object_get(arr[0], "addr"), "master_port",
 		    json_object_get(arr[0], "port"));
+		if (i == 0 && p != NULL)
+			json_object_set_new(p, "members", members_of(arr, take));
 		val = json_dumps(p, JSON_COMPACT);
 		json_decref(p);
 		snprintf(key, sizeof(key), "a/%u/%s", st->round,

@@ -1,3 +1,5 @@
+#include <arpa/inet.h>
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,57 @@ membership_change(struct rdzv_server *srv, struct job *job,
 	check_release(srv, job);
 }
 
+/*
+ * Past this many nodes a round's addresses would not fit what a
+ * connection may have queued: group rank 0 is then told none, and its
+ * agent store lets any host in, as it says.
+ */
+#define MEMBERS_MAX	200
+
+static bool
+numeric(const char *a)
+{
+	struct in6_addr buf;
+
+	return inet_pton(AF_INET, a, &buf) == 1 ||
+	    inet_pton(AF_INET6, a, &buf) == 1;
+}
+
+/*
+ * To the node of group rank 0, before its ROUND: the addresses of the
+ * round's nodes, for its agent store (esv-stored --allow-file).  Both
+ * the one a node connects to us from and the one it gave, if numeric:
+ * a host with two networks may reach the store by either.
+ */
+static void
+send_members(struct rdzv_server *srv, struct node *to, struct node **nodes,
+    unsigned n, unsigned round)
+{
+	struct rdzv_msg m = { .verb = RV_MEMBER };
+	unsigned i;
+
+	if (n > MEMBERS_MAX) {
+		info_msg("job %s: round %u: %u nodes, more than %d: their "
+		    "addresses are not sent", to->job->run_id, round, n,
+		    MEMBERS_MAX);
+		return;
+	}
+	m.u.member.round = round;
+	for (i = 0; i < n; i++) {
+		if (rdzv_addr_ok(nodes[i]->sc->ip)) {
+			strlcpy(m.u.member.addr, nodes[i]->sc->ip,
+			    sizeof(m.u.member.addr));
+			srv_send(srv, to->sc, &m);
+		}
+		if (numeric(nodes[i]->addr) &&
+		    strcmp(nodes[i]->addr, nodes[i]->sc->ip) != 0) {
+			strlcpy(m.u.member.addr, nodes[i]->addr,
+			    sizeof(m.u.member.addr));
+			srv_send(srv, to->sc, &m);
+		}
+	}
+}
+
 static void
 send_round(struct rdzv_server *srv, struct node *nd,
     const struct rank_assignment *ra, const struct node *master)
@@ -147,6 +200,7 @@ complete(struct rdzv_server *srv, struct job *job)
 			groups[i].local_world_size = nd->nproc;
 			members[i++] = nd;
 		}
+	send_members(srv, members[0], members, n, job->round);
 	for (i = 0; i < n; i++) {
 		/* nproc and the node count are bounded: no overflow. */
 		(void)ranks_assign(groups, n, i, &ra);
@@ -258,6 +312,23 @@ job_node_gone(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	job_gc(srv, job);
 }
 
+/* As send_members, again: the round's nodes are those that run it. */
+static void
+resend_members(struct rdzv_server *srv, struct job *job, struct node *to)
+{
+	struct node *nd, **nodes;
+	unsigned n = 0;
+
+	if ((nodes = calloc(job->nnodes + 1, sizeof(*nodes))) == NULL)
+		return;
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd->status == NS_RUNNING && nd->round == job->round &&
+		    n <= job->nnodes)
+			nodes[n++] = nd;
+	send_members(srv, to, nodes, n, job->round);
+	free(nodes);
+}
+
 /*
  * A JOIN new from a node already in the current round, asking for a
  * round it has not run (j->round is the first it may join): its JOIN
@@ -282,6 +353,8 @@ join_again(struct rdzv_server *srv, struct job *job, struct node *nd,
 	info_msg("job %s: node %s joined round %u again", job->run_id,
 	    nd->id, job->round);
 	send_joined(srv, nd);
+	if (nd->assigned.group_rank == 0)
+		resend_members(srv, job, nd);
 	m.u.round = nd->assigned;
 	srv_send(srv, nd->sc, &m);
 	return true;

@@ -9,6 +9,8 @@
  *	0 connect		1 bytes: length, bytes
  *	2 the peer goes away	3 VALIDATE (the newer dialect's hello)
  *	4 a request built from the next bytes: command, key byte, value byte
+ *	5 the transport's output fills up (ops->full) or, if full, drains:
+ *	  the store is called again with no bytes, as esv-stored does
  */
 #include <string.h>
 
@@ -20,6 +22,7 @@
 struct fconn {
 	struct store_conn	*sc;
 	bool			 open, closed;	/* closed: by the store */
+	bool			 full;
 	size_t			 got;
 };
 
@@ -36,6 +39,15 @@ fake_send(void *ctx, void *conn, const void *buf, size_t len)
 	CHECK(len > 0);
 	c->got += len;
 	return c->got > (1u << 20) ? -1 : 0;
+}
+
+static bool
+fake_full(void *ctx, void *conn)
+{
+	struct fconn *c = conn;
+
+	(void)ctx;
+	return c->full;
 }
 
 static void
@@ -63,7 +75,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const keys[] = { "/a", "/b", "init/", "" };
 	static const char *const vals[] = { "1", "-7", "x", "" };
-	struct store_ops ops = { fake_send, fake_close, NULL };
+	struct store_ops ops = { fake_send, fake_close, NULL, fake_full };
 	struct store_conf conf;
 	struct store *st;
 	struct fconn *c;
@@ -79,6 +91,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conf.max_nkeys = 8;
 	conf.max_keys = 16;
 	conf.max_waiters = 8;
+	conf.max_conn_waiters = 2;
+	conf.max_queue = 3;
+	/* Room for a few input buffers and keys: refusals are reached. */
+	conf.max_bytes = 6 * 4096;
 	CHECK((st = store_new(&conf, &ops)) != NULL);
 	memset(conns, 0, sizeof(conns));
 	while (i < size) {
@@ -115,6 +131,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 3:
 			store_input(st, c->sc, "\x00\xce\xf7\x85\x3c", 5);
 			break;
+		case 5:
+			c->full = !c->full;
+			if (!c->full)
+				store_input(st, c->sc, NULL, 0);
+			break;
 		default:
 			if (i + 3 > size) {
 				i = size;
@@ -132,6 +153,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		CHECK(store_nwaiting(st) <= NCONN);
+		CHECK(store_mem_used(st) <= conf.max_bytes);
 	}
 	for (n = 0; n < NCONN; n++)
 		if (conns[n].open)

@@ -60,6 +60,10 @@ assert_eq "$rc1" 0 "node 1 exit status ($(cat "$T/j1.err"))"
 check_ranks "$P" "$T/d0" "$T/d1" "$T/j0" "$T/j1"
 assert_grep_F "$T/j0.err" "ranks 0-3 of 8, master 127.0.0.1:$P" "node 0 stderr"
 assert_grep_F "$T/j1.err" "ranks 4-7 of 8, master 127.0.0.1:$P" "node 1 stderr"
+# The static backend does not know the other nodes: the agent store says
+# it lets any host in (esv-stored(8), "Trust model").
+assert_grep_F "$T/j0.err" "the static rendezvous did not name round 0's nodes: any host may connect" \
+    "node 0's agent store"
 
 # The same job with its settings from job.ini (node 0) and PET_ variables
 # (node 1); without --master-port a multi-node job uses 29500.

@@ -40,6 +40,10 @@ struct fconn {
 	bool			 silent;	/* ... unless set */
 	bool			 pings;		/* record the server's PINGs */
 	const char		*instance;	/* NULL: every test's one */
+	/* MEMBER lines, kept apart ("round addr;..."), and when they came:
+	 * the number of lines before them. */
+	char			 members[512];
+	int			 members_at;
 };
 
 struct fx {
@@ -77,6 +81,12 @@ fake_send(void *ctx, void *conn, const char *line, size_t len)
 	}
 	if (sscanf(c->lines[c->n], "ROUND %d ", &round) == 1)
 		c->ran = round;
+	if (strncmp(c->lines[c->n], "MEMBER ", 7) == 0) {
+		strlcat(c->members, c->lines[c->n] + 7, sizeof(c->members));
+		strlcat(c->members, ";", sizeof(c->members));
+		c->members_at = c->n;
+		return 0;
+	}
 	if (!c->pings && strcmp(c->lines[c->n], "PING") == 0)
 		return 0;
 	c->n++;
@@ -324,6 +334,34 @@ test_min_completes(void **state)
 	expect(&fx->c[1], "ROUND 0 1 2 4 8 4 8 n0 29500");
 	expect_none(&fx->c[0]);
 	expect_none(&fx->c[1]);
+}
+
+/*
+ * Group rank 0, and it only, is told the round's addresses before its
+ * ROUND: each node's connection's, and the one it gave if numeric.
+ */
+static void
+test_members(void **state)
+{
+	struct fx *fx = *state;
+	struct fconn *c0, *c1;
+
+	fx->last_call = 0;
+	c0 = fc_connect_from(fx, 0, "10.0.0.1");
+	c1 = fc_connect_from(fx, 1, "10.0.0.2");
+	join_full(fx, c0, "job", "n0", 4, "default", "new");
+	expect(c0, "JOINED 0 1 0");
+	/* Its id is its address: numeric, and not the one it comes from. */
+	join_full(fx, c1, "job", "192.168.1.2", 4, "default", "new");
+	expect(c1, "JOINED 0 2 0");
+	/* Rank order is node-id order: "192..." first. */
+	expect(c1, "ROUND 0 0 2 0 8 0 8 192.168.1.2 29500");
+	expect(c0, "ROUND 0 1 2 4 8 4 8 192.168.1.2 29500");
+	assert_string_equal(c1->members,
+	    "0 10.0.0.2;0 192.168.1.2;0 10.0.0.1;");
+	/* After the greeting and JOINED, before ROUND. */
+	assert_int_equal(c1->members_at, 2);
+	assert_string_equal(c0->members, "");
 }
 
 static void
@@ -1009,6 +1047,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_min_completes),
+		T(test_members),
 		T(test_last_call),
 		T(test_below_min_clears_deadline),
 		T(test_max_completes_at_once),
