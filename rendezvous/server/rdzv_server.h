@@ -14,7 +14,13 @@ struct rdzv_server;
 struct rdzv_sconn;
 
 struct rdzv_server_conf {
-	unsigned	heartbeat_ms;	/* PING period; 3x it: dead */
+	unsigned	heartbeat_ms;	/* PING period */
+	/*
+	 * A node unheard for lease_ms is dropped, and no round hands out
+	 * ranks a node may still hold under its lease (esv-rdzv(8)).
+	 * 0: 3 heartbeats, and no holds (the unit tests of old).
+	 */
+	unsigned	lease_ms;
 	unsigned	max_jobs;
 	unsigned	max_nodes;	/* per job */
 	unsigned	recovery_ms;
