@@ -250,7 +250,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ==
 	    0);
 	pump();
-	snprintf(text, sizeof(text), "ESV-RDZV %d %s 1000\n",
+	snprintf(text, sizeof(text), "ESV-RDZV %d %s 1000 1500\n",
 	    RDZV_PROTO_VERSION, SNONCE);
 	say(text, strlen(text));
 	/* Greeted while it wants a round, the client JOINs at once. */

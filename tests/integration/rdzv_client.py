@@ -37,7 +37,7 @@ import time
 __all__ = ["Client", "connect", "session_key", "seal", "unseal",
            "load_token", "start_server"]
 
-VERSION = 2
+VERSION = 3
 TO_SERVER, TO_CLIENT = "c", "s"
 
 
