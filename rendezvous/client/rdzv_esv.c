@@ -132,6 +132,7 @@ struct esv {
 static void	conn_lost(struct esv *e, const char *why);
 static void	rearm(struct esv *e);
 static void	read_lines(struct esv *e);
+static bool	lease_runs(const struct esv *e);
 
 static void
 watch_events(struct esv *e)
@@ -388,6 +389,10 @@ conn_lost(struct esv *e, const char *why)
 	e->outage_logged = true;
 	if (e->backoff_ms == 0)
 		e->backoff_ms = BACKOFF_MIN_MS;
+	/* A server back before the lease ends must find us in time. */
+	if (lease_runs(e) && e->backoff_ms > e->grace_ms)
+		e->backoff_ms = e->grace_ms > BACKOFF_MIN_MS ? e->grace_ms :
+		    BACKOFF_MIN_MS;
 	jitter = arc4random_uniform(e->backoff_ms / 4 + 1);
 	e->reconnect_at = mono_ms() + e->backoff_ms + jitter;
 	e->backoff_ms = e->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
