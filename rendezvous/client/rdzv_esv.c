@@ -1119,6 +1119,7 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 
 	if ((e = esv_new(rz, err, errlen)) == NULL)
 		return -1;
+	rdzv_host_lease(e->lease_ms);
 	if (cfg->standalone) {
 		if (pathf(e->token_path, sizeof(e->token_path), "%s/%s",
 		    cfg->jobdir, ESV_RDZV_TOKEN) == -1 ||

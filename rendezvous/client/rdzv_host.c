@@ -19,22 +19,42 @@
  */
 #define HOST_IDLE_EXIT	"10"
 
+/* The lease of the job's nodes, for the server we host (--lease). */
+static unsigned host_lease_ms;
+
+void
+rdzv_host_lease(unsigned ms)
+{
+	host_lease_ms = ms;
+}
+
 /* esv-rdzv on fd 3 = lfd, its stdout onto our stderr, in its own session. */
 static int
 spawn_server(int lfd, const char *tokenfile, pid_t *pid, char *err,
     size_t errlen)
 {
-	char path[PATH_MAX];
-	char *argv[] = { path, "--listen-fd", "3", "--token-file",
-	    (char *)tokenfile, "--idle-exit", HOST_IDLE_EXIT, NULL };
+	char path[PATH_MAX], lease[32];
+	char *argv[12];
+	int a = 0;
 
+	argv[a++] = path;
+	argv[a++] = "--listen-fd";
+	argv[a++] = "3";
 	/* A node without a token hosts a server without one. */
-	if (tokenfile[0] == '\0') {
-		argv[3] = "--allow-no-token";
-		argv[4] = "--idle-exit";
-		argv[5] = HOST_IDLE_EXIT;
-		argv[6] = NULL;
+	if (tokenfile[0] == '\0')
+		argv[a++] = "--allow-no-token";
+	else {
+		argv[a++] = "--token-file";
+		argv[a++] = (char *)tokenfile;
 	}
+	argv[a++] = "--idle-exit";
+	argv[a++] = HOST_IDLE_EXIT;
+	if (host_lease_ms > 0) {
+		snprintf(lease, sizeof(lease), "%ums", host_lease_ms);
+		argv[a++] = "--lease";
+		argv[a++] = lease;
+	}
+	argv[a] = NULL;
 	int e;
 
 	prog_path("esv-rdzv", "rendezvous", "ESV_RDZV", path, sizeof(path));

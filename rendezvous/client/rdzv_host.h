@@ -28,4 +28,7 @@ int	rdzv_host_private(const char *tokenpath, unsigned *port, pid_t *pid,
 int	rdzv_host_try(const struct lookup_answer *a, const char *tokenfile,
 	    pid_t *pid, char *err, size_t errlen);
 
+/* The lease the servers started from now on give their nodes (0: theirs). */
+void	rdzv_host_lease(unsigned ms);
+
 #endif
