@@ -343,7 +343,7 @@ fence(struct esv *e, long long kill_at, const char *why)
 	e->fenced = true;
 	wall_of(kill_at, at, sizeof(at));
 	warn_msg("rendezvous: %s: the lease of the workers' ranks ends at %s "
-	    "(in %lld ms): stopping them now, SIGKILL then", why, at,
+	    "(in %lld ms): stopping the workers now, SIGKILL then", why, at,
 	    kill_at > mono_ms() ? kill_at - mono_ms() : 0);
 	if (e->want == W_RUNNING)
 		e->want = W_NOTHING;
@@ -358,7 +358,7 @@ static void
 conn_lost(struct esv *e, const char *why)
 {
 	unsigned jitter;
-	char at[32];
+	char at[32], what[300];
 
 	conn_close(e);
 	if (e->via_helper && e->live) {
@@ -367,8 +367,8 @@ conn_lost(struct esv *e, const char *why)
 		 * revokes it on its way out: the other nodes go on without
 		 * ours, whose workers must be gone within the grace.
 		 */
-		if (!e->fenced)
-			fence(e, mono_ms() + e->grace_ms, "esv-rdzv-etcd lost");
+		snprintf(what, sizeof(what), "esv-rdzv-etcd lost (%s)", why);
+		fence(e, mono_ms() + e->grace_ms, what);
 		e->want = W_NOTHING;
 		rearm(e);
 		return;
@@ -1305,6 +1305,9 @@ etcd_open(struct rdzv *rz, char *err, size_t errlen)
 	if ((e = esv_new(rz, err, errlen)) == NULL)
 		return -1;
 	e->via_helper = true;
+	/* etcd's lease; its grace is the time the workers get, once lost. */
+	e->lease_ms = rdzv_lease_ms(&cfg->rdzv, 1);
+	e->grace_ms = rdzv_fence_grace_ms(e->lease_ms);
 	e->token[0] = '\0';
 	strlcpy(e->endpoint, cfg->rdzv_endpoints, sizeof(e->endpoint));
 	strlcpy(first, cfg->rdzv_endpoints, sizeof(first));

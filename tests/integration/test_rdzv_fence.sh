@@ -66,7 +66,7 @@ wait_for -t 5 eval '[ "$(count_lines "$T/$cut/events.jsonl" "\"worker.exit\"")" 
     >"$T/check" || fail "two live workers held one rank: $(cat "$T/check")"
 grep -q '"rdzv.fenced"' "$T/$cut/events.jsonl" ||
     fail "$cut logged no rdzv.fenced event"
-assert_grep "$T/$cut.err" 'lease .* ends at .*: stopping them now'
+assert_grep "$T/$cut.err" 'lease .* ends at .*: stopping the workers now'
 assert_grep "$T/$cut.err" 'lease of the workers.* ran out: SIGKILL'
 assert_no_grep "$T/$cut/events.jsonl" '"group.restart"' "$cut's events"
 assert_eq "$(kv "$T/$cut/supervise/state" restart_count)" 0 \
