@@ -367,9 +367,9 @@ conn_lost(struct esv *e, const char *why)
 		 * revokes it on its way out: the other nodes go on without
 		 * ours, whose workers must be gone within the grace.
 		 */
+		e->want = W_NOTHING;	/* first: the fence may join again */
 		snprintf(what, sizeof(what), "esv-rdzv-etcd lost (%s)", why);
 		fence(e, mono_ms() + e->grace_ms, what);
-		e->want = W_NOTHING;
 		rearm(e);
 		return;
 	}
@@ -462,6 +462,7 @@ on_round(struct esv *e, const struct rdzv_round_msg *m)
 	e->ran = true;
 	e->live = true;
 	e->fenced = false;
+	e->probation = e->outcast = false;	/* a member again */
 	/* Our JOIN was received before this was sent: that renews. */
 	if (e->join_sent > e->renewed && !e->via_helper)
 		e->renewed = e->join_sent;
