@@ -190,7 +190,7 @@ lease_hold(struct rdzv_server *srv, struct job *job)
 		return 0;
 	if (job->count[NS_EXPECTED] > 0)
 		RB_FOREACH(nd, nodetree, &job->nodes) {
-			end = nd->sc->last_line + srv->conf.lease_ms;
+			end = srv_lease_end(srv, nd->sc);
 			if (nd->status == NS_EXPECTED && end > until)
 				until = end;
 		}
@@ -260,7 +260,7 @@ node_lost(struct rdzv_server *srv, struct node *nd, const char *why)
 {
 	struct job *job = nd->job;
 	enum node_status st = nd->status;
-	long long end = nd->sc->last_line + srv->conf.lease_ms;
+	long long end = srv_lease_end(srv, nd->sc);
 
 	info_msg("job %s: node %s lost: %s", job->run_id, nd->id, why);
 	/*

@@ -526,23 +526,15 @@ static void
 heartbeat(struct rdzv_server *srv)
 {
 	struct rdzv_msg ping = { .verb = RV_PING };
-	long long dead_after = srv_lease_ms(srv);
 	struct rdzv_sconn *sc;
 
 	TAILQ_FOREACH(sc, &srv->conns, entry) {
 		if (sc->dead || !sc->authed)
 			continue;
-		if (srv->now - sc->last_line >= dead_after) {
-			info_msg("%s: heartbeat lost: nothing for %lld ms, its "
-			    "lease is over", sc->peer,
-			    srv->now - sc->last_line);
-			srv_kill(srv, sc, "heartbeat");
-		} else {
-			ping.u.ping.has_ack = true;
-			ping.u.ping.acked = sc->seq_in > INT_MAX ? INT_MAX :
-			    (unsigned)sc->seq_in;
-			srv_send(srv, sc, &ping);
-		}
+		ping.u.ping.has_ack = true;
+		ping.u.ping.acked = sc->seq_in > INT_MAX ? INT_MAX :
+		    (unsigned)sc->seq_in;
+		srv_send(srv, sc, &ping);
 	}
 	srv->next_ping = srv->now + srv->conf.heartbeat_ms;
 }
@@ -552,6 +544,39 @@ srv_lease_ms(const struct rdzv_server *srv)
 {
 	return srv->conf.lease_ms > 0 ? srv->conf.lease_ms :
 	    3LL * srv->conf.heartbeat_ms;
+}
+
+long long
+srv_lease_end(const struct rdzv_server *srv, const struct rdzv_sconn *sc)
+{
+	return sc->last_line + srv_lease_ms(srv) +
+	    (srv->conf.lease_ms > 0 ? LEASE_SLACK_MS : 0);
+}
+
+/*
+ * Drop the nodes whose lease is over, at its end rather than at the next
+ * heartbeat (a lost node is noticed a lease after its last line, give or
+ * take nothing); the next such end.
+ */
+static long long
+lease_expire(struct rdzv_server *srv)
+{
+	long long next = LLONG_MAX, end;
+	struct rdzv_sconn *sc;
+
+	TAILQ_FOREACH(sc, &srv->conns, entry) {
+		if (sc->dead || !sc->authed)
+			continue;
+		if (srv->now < (end = srv_lease_end(srv, sc))) {
+			if (end < next)
+				next = end;
+			continue;
+		}
+		info_msg("%s: heartbeat lost: nothing for %lld ms, its lease "
+		    "is over", sc->peer, srv->now - sc->last_line);
+		srv_kill(srv, sc, "heartbeat");
+	}
+	return next;
 }
 
 /* Drop who has not authenticated in time; the next such deadline. */
@@ -578,9 +603,10 @@ unauth_expire(struct rdzv_server *srv)
 long long
 rdzv_server_tick(struct rdzv_server *srv, long long now)
 {
-	long long next, auth;
+	long long next, auth, lease;
 
 	srv->now = now;
+	lease = lease_expire(srv);
 	if (now >= srv->next_ping)
 		heartbeat(srv);
 	jobs_tick(srv);
@@ -590,5 +616,7 @@ rdzv_server_tick(struct rdzv_server *srv, long long now)
 	next = jobs_next_deadline(srv);
 	if (auth < next)
 		next = auth;
+	if (lease < next)
+		next = lease;
 	return next < srv->next_ping ? next : srv->next_ping;
 }
