@@ -14,7 +14,9 @@
 # worker.exit event): never two live workers with one global rank.
 # Printed: per iteration, the fence time (cut -> the node's last worker
 # reaped) and the detection time (cut -> a survivor's rdzv.membership
-# event); at the end their median and maximum, for SIGTERM and SIGKILL.
+# event), and how long after the SIGKILL was due (rdzv.fenced's kill_at)
+# the last worker was reaped (negative: gone on SIGTERM before); at the
+# end their median and maximum, for SIGTERM and SIGKILL.
 # Needs root (network namespaces).  Usage: bench/fence.sh [ITERATIONS [SEED]]
 set -u
 bench=$(cd "$(dirname "$0")" && pwd)
@@ -93,13 +95,18 @@ for ((i = 1; i <= FENCE_N; i++)); do
 	    >"$T/check" || fail "iteration $i: $(cat "$T/check")"
 	fence=$(since "$t_cut" worker.exit last "$T/$cut/events.jsonl")
 	detect=$(since "$t_cut" rdzv.membership first "${others[@]}")
+	# How late the last worker was reaped after the SIGKILL was due.
+	late=$(grep -h '"rdzv.fenced"' "$T/$cut/events.jsonl" | tail -1 |
+	    "$PY" -c 'import json, sys
+print(round((float(sys.argv[1]) - json.load(sys.stdin)["kill_at"]) * 1000))' \
+	    "$(awk -v a="$t_cut" -v f="$fence" 'BEGIN { printf "%.6f", a + f / 1000 }')")
 	rm -f "$T/stubborn.$cut"
 	bed_link "$cut" up
 	wait_for -t 60 eval '[ "$(count_lines "$T/rec" " world=6 ")" -ge $((n6 + 6)) ]' ||
 	    fail "iteration $i: $cut did not join again: $(tail -3 "$T/$cut.err")"
-	echo "$kind $fence $detect" >>"$T/results"
-	printf 'iteration %2d: cut %s (%s): fence %5d ms, detection %5d ms\n' \
-	    "$i" "$cut" "$kind" "$fence" "$detect"
+	echo "$kind $fence $detect $late" >>"$T/results"
+	printf 'iteration %2d: cut %s (%s): fence %5d ms, detection %5d ms, reaped %4d ms after the SIGKILL was due\n' \
+	    "$i" "$cut" "$kind" "$fence" "$detect" "$late"
 done
 "$PY" "$ESV_TEST_DIR/fence_check.py" "$T/rec" "$T/a" "$T/b" "$T/c" \
     >"$T/check" || fail "$(cat "$T/check")"
@@ -111,8 +118,8 @@ done
 "$PY" - "$T/results" <<'PYEOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-print("| cut-off node's workers | n | fence median | fence max | detection median | detection max |")
-print("|---|---|---|---|---|---|")
+print("| cut-off node's workers | n | fence median | fence max | detection median | detection max | reaped after SIGKILL due, max |")
+print("|---|---|---|---|---|---|---|")
 for kind, what in (("term", "stop on SIGTERM"), ("kill", "ignore SIGTERM"),
                    (None, "all")):
     r = [x for x in rows if kind is None or x[0] == kind]
@@ -120,9 +127,10 @@ for kind, what in (("term", "stop on SIGTERM"), ("kill", "ignore SIGTERM"),
         continue
     f = [int(x[1]) for x in r]
     d = [int(x[2]) for x in r]
-    print("| %s | %d | %d ms | %d ms | %d ms | %d ms |" % (
+    k = [int(x[3]) for x in r]
+    print("| %s | %d | %d ms | %d ms | %d ms | %d ms | %d ms |" % (
         what, len(r), statistics.median(f), max(f),
-        statistics.median(d), max(d)))
+        statistics.median(d), max(d), max(k)))
 PYEOF
 touch "$T/stop"
 for n in "${nodes[@]}"; do

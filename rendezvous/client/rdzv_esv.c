@@ -13,7 +13,8 @@
  * the send time of the newest acknowledged line.  The server's lease for
  * us runs from its receipt of that line, so ours ends first.  When ours
  * is about to end, the workers are stopped (SIGTERM at lease - grace,
- * SIGKILL at its end), before the server may give their ranks away.
+ * SIGKILL at lease - grace/2), before the server may give their ranks
+ * away (at lease + grace/2 after its receipt of our last line).
  * While they may live, we never hang up ourselves (the server takes EOF
  * for a node that stopped them): the connection goes with the fence.
  */
@@ -379,7 +380,8 @@ conn_lost(struct esv *e, const char *why)
 		warn_msg("rendezvous: cannot reach the rendezvous at %s (%s): "
 		    "retrying", e->endpoint, why);
 	else if (e->live && !e->fenced && !e->via_helper) {
-		wall_of(e->renewed + e->lease_ms, at, sizeof(at));
+		wall_of(e->renewed + e->lease_ms - e->grace_ms / 2, at,
+		    sizeof(at));
 		warn_msg("rendezvous: connection to %s lost (%s): the workers "
 		    "run until their lease ends at %s, reconnecting",
 		    e->endpoint, why, at);
@@ -1022,7 +1024,13 @@ on_timer(struct watch *w, uint32_t events)
 
 			snprintf(why, sizeof(why), "no acknowledgement from %s "
 			    "for %lld ms", e->endpoint, now - e->renewed);
-			fence(e, e->renewed + e->lease_ms, why);
+			/*
+			 * SIGKILL half a grace before the end: with the half
+			 * the server adds, a timer of ours that is late by
+			 * up to a grace (a loaded host) does no harm.
+			 */
+			fence(e, e->renewed + e->lease_ms - e->grace_ms / 2,
+			    why);
 		}
 	}
 	if (e->want == W_ROUND && now >= e->join_deadline) {

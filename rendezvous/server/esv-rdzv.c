@@ -621,6 +621,7 @@ main(int argc, char *argv[])
 	/* Several heartbeats a lease: one lost line costs no node. */
 	if (conf.heartbeat_ms == 0)
 		conf.heartbeat_ms = conf.lease_ms / 5;
+	conf.lease_slack_ms = rdzv_fence_grace_ms(conf.lease_ms) / 2;
 	if (conf.heartbeat_ms > conf.lease_ms / 2)
 		warn_msg("--heartbeat %u ms is above half the lease (%u ms): "
 		    "a node may be dropped for one lost heartbeat",

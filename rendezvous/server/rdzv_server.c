@@ -549,8 +549,7 @@ srv_lease_ms(const struct rdzv_server *srv)
 long long
 srv_lease_end(const struct rdzv_server *srv, const struct rdzv_sconn *sc)
 {
-	return sc->last_line + srv_lease_ms(srv) +
-	    (srv->conf.lease_ms > 0 ? LEASE_SLACK_MS : 0);
+	return sc->last_line + srv_lease_ms(srv) + srv->conf.lease_slack_ms;
 }
 
 /*

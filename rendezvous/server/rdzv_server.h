@@ -21,6 +21,12 @@ struct rdzv_server_conf {
 	 * 0: 3 heartbeats, and no holds (the unit tests of old).
 	 */
 	unsigned	lease_ms;
+	/*
+	 * Added to it here: the node sends SIGKILL that much before the
+	 * end of its own lease (half the fencing grace), so its timer may
+	 * be late by twice that without two workers holding one rank.
+	 */
+	unsigned	lease_slack_ms;
 	unsigned	max_jobs;
 	unsigned	max_nodes;	/* per job */
 	unsigned	recovery_ms;

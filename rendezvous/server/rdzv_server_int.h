@@ -130,12 +130,7 @@ void	srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc,
 
 /* How long a node may go unheard: its lease. */
 long long srv_lease_ms(const struct rdzv_server *srv);
-/*
- * When sc's lease is over here: a lease after its last line, and a
- * little more, for the node's timer that sends SIGKILL at its own end of
- * the lease to be late by that much without two workers holding a rank.
- */
-#define LEASE_SLACK_MS	100
+/* When sc's lease is over here: a lease and the slack after its last line. */
 long long srv_lease_end(const struct rdzv_server *srv,
 	    const struct rdzv_sconn *sc);
 
