@@ -83,6 +83,13 @@ on_nothing(void *ctx)
 }
 
 static void
+on_fenced(void *ctx, long long kill_at_ms)
+{
+	(void)ctx;
+	(void)kill_at_ms;
+}
+
+static void
 on_barrier(void *ctx, bool released)
 {
 	(void)ctx;
@@ -225,8 +232,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *errs[] = { "auth", "limit", "version", "full" };
-	struct rdzv_callbacks cb = { on_done, on_failed, on_nothing,
-	    on_barrier, on_nothing, NULL };
+	struct rdzv_callbacks cb = { .done = on_done, .failed = on_failed,
+	    .membership_changed = on_nothing, .fenced = on_fenced,
+	    .barrier_done = on_barrier, .status_changed = on_nothing };
 	char text[RDZV_LINE_MAX + 1], err[256];
 	struct rdzv_status st;
 	struct rdzv rz;
