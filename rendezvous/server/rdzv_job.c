@@ -169,11 +169,6 @@ out:
 }
 
 /*
- * Should the round being gathered complete?  A round opened by a restart
- * waits for the members told to restart (at least --recovery-timeout), so
- * that a short last call does not leave them out one by one.
- */
-/*
  * Until when must a round wait, for no rank to be given that another
  * node may still hold?  A member told to restart that has not come back
  * may run its workers until its lease is over (it is alive and stopping
@@ -197,6 +192,12 @@ lease_hold(struct rdzv_server *srv, struct job *job)
 	return until > srv->now ? until : 0;
 }
 
+/*
+ * Should the round being gathered complete?  A round opened by a restart
+ * waits for the members told to restart (at least --recovery-timeout), so
+ * that a short last call does not leave them out one by one; and no
+ * round completes while a rank it gives may still be held (lease_hold).
+ */
 static void
 evaluate(struct rdzv_server *srv, struct job *job)
 {
