@@ -156,7 +156,8 @@ class Client:
                 else:
                     self.seq_in += 1
                     line = text
-            if line == "PING" and skip_ping:
+            # esv-rdzv's PINGs say how many of our lines it has.
+            if line.split(" ")[0] == "PING" and skip_ping:
                 if answer_ping:
                     self.send_line("PING")
                 continue
