@@ -46,7 +46,7 @@ class Node:
         self.exited = None
         self.sock.settimeout(30)
         hello = self._raw_line().split()
-        if len(hello) != 4 or hello[:2] != ["ESV-RDZV", "2"]:
+        if len(hello) != 5 or hello[:2] != ["ESV-RDZV", "3"]:
             raise RuntimeError(f"greeting {hello}")
         self.cnonce = os.urandom(16).hex()
         self.key = hmac.new(b"", f"esv-rdzv 2 session {hello[2]} "
@@ -69,7 +69,7 @@ class Node:
         self.seq_out += 1
 
     def join(self, node_id, run_id, nmin, nmax, last_call_ms):
-        self.send(f"JOIN 2 {run_id} {node_id} {self.cnonce} 1 {nmin} {nmax} "
+        self.send(f"JOIN 3 {run_id} {node_id} {self.cnonce} 1 {nmin} {nmax} "
                   f"{last_call_ms} default 127.0.0.1 29500 new 0")
 
     def readable(self):

@@ -37,6 +37,7 @@ static const struct field hello_f[] = {
 	UINT("version", 0, 65535, hello.version),
 	{ "nonce", F_NONCE, 0, 0, M(hello.nonce) },
 	UINT("heartbeat_ms", 1, 3600000, hello.heartbeat_ms),
+	UINT("lease_ms", 0, 3600000, hello.lease_ms),
 };
 static const struct field joined_f[] = {
 	ROUNDNO(joined.round),
@@ -59,6 +60,7 @@ static const struct field member_f[] = {
 	{ "addr", F_ADDR, 0, 0, M(member.addr) },
 };
 static const struct field round_n_f[] = { ROUNDNO(n) };
+static const struct field ping_f[] = { UINT("acked", 0, INT_MAX, ping.acked) };
 static const struct field count_f[] = { UINT("nodes", 0, INT_MAX, n) };
 static const struct field join_f[] = {
 	UINT("version", 0, 65535, join.version),
@@ -103,7 +105,7 @@ static const struct verbdef verbs[] = {
 	V("BARRIER", RV_BARRIER, round_n_f),
 	V0("LEAVE", RV_LEAVE),
 	V0("CLOSE", RV_CLOSE),
-	V0("PING", RV_PING),
+	V("PING", RV_PING, ping_f),	/* the field is optional */
 };
 
 static const char *const states[] = { "new", "running", "done" };
@@ -330,6 +332,8 @@ field_count(const struct verbdef *vd, const struct rdzv_msg *m)
 {
 	if (vd->verb == RV_JOIN && m->u.join.state == RS_NEW)
 		return JOIN_NEW_FIELDS;
+	if (vd->verb == RV_PING && !m->u.ping.has_ack)
+		return 0;
 	return vd->nf;
 }
 
@@ -343,8 +347,12 @@ parse_fields(const struct verbdef *vd, char **fields, size_t n,
 	if (vd->verb == RV_JOIN && n > JOIN_STATE)
 		want = strcmp(fields[JOIN_STATE], "new") == 0 ?
 		    JOIN_NEW_FIELDS : vd->nf;
+	else if (vd->verb == RV_PING && n == 0)
+		want = 0;
 	else
 		want = vd->nf;
+	if (vd->verb == RV_PING)
+		m->u.ping.has_ack = n > 0;
 	if (n != want) {
 		if (vd->verb == RV_JOIN)
 			snprintf(err, errlen, "JOIN: %zu fields, expected %d "

@@ -1,5 +1,5 @@
 /*
- * The esv-rdzv wire protocol, version 2: the one reader and writer of its
+ * The esv-rdzv wire protocol, version 3: the one reader and writer of its
  * lines, used by the server (esv-rdzv), the client backend linked into
  * esv-supervise and bench/rdzv_bench.c alike.  The protocol is documented
  * in esv-rdzv(8).
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RDZV_PROTO_VERSION	2
+#define RDZV_PROTO_VERSION	3
 #define RDZV_LINE_MAX		1024
 #define RDZV_NAME_MAX		128
 #define RDZV_ADDR_MAX		64	/* numeric IPv4/IPv6 or a host name */
@@ -35,7 +35,9 @@
 
 enum rdzv_verb {
 	/* server -> client */
-	RV_HELLO,	/* ESV-RDZV <version> <nonce> <heartbeat_ms> */
+	RV_HELLO,	/* ESV-RDZV <version> <nonce> <heartbeat_ms>
+			 *   <lease_ms>: a node unheard for lease_ms is
+			 *   dropped (0: no lease, esv-rdzv-etcd) */
 	RV_JOINED,	/* JOINED <round> <participants> <waiting>: the
 			 * answer to every JOIN new; ROUND <round> follows */
 	RV_MEMBER,	/* MEMBER <round> <addr>: an address of a node of
@@ -56,7 +58,9 @@ enum rdzv_verb {
 	RV_LEAVE,	/* LEAVE: my group went down by operator command */
 	RV_CLOSE,	/* CLOSE: the job is over, refuse later joins */
 	/* both ways */
-	RV_PING,	/* PING: keep-alive */
+	RV_PING,	/* PING [<acked>]: keep-alive; esv-rdzv's says how
+			 * many of the node's lines it has received on this
+			 * connection, which renews the node's lease */
 };
 
 /* What a joining node says about itself (JOIN's "state" field). */
@@ -67,9 +71,9 @@ enum rdzv_node_state {
 };
 
 /*
- * JOIN 2 <run_id> <node_id> <cnonce> <nproc> <min> <max> <last_call_ms>
+ * JOIN 3 <run_id> <node_id> <cnonce> <nproc> <min> <max> <last_call_ms>
  *      <role> <addr> <port> new <round>
- * JOIN 2 ... running|done <round> <group_rank> <group_world_size>
+ * JOIN 3 ... running|done <round> <group_rank> <group_world_size>
  *
  * new: <round> is the first round the node may join (one past the last it
  * ran; 0 if none), so that a JOIN sent twice for one round is one JOIN.
@@ -111,7 +115,12 @@ struct rdzv_msg {
 			unsigned version;
 			char	 nonce[RDZV_NONCE_LEN + 1];
 			unsigned heartbeat_ms;
+			unsigned lease_ms;
 		} hello;
+		struct {
+			unsigned acked;
+			bool	 has_ack;
+		} ping;
 		struct {
 			unsigned round, participants, waiting;
 		} joined;

@@ -515,6 +515,7 @@ group_start(struct supervisor *sv)
 }
 
 static void group_launch(struct supervisor *sv);
+static void arm_deadline(struct supervisor *sv, long long ms);
 static void job_over(struct supervisor *sv, enum group_state st)
     __attribute__((noreturn));
 
@@ -559,6 +560,31 @@ group_membership_changed(struct supervisor *sv)
 	events_log(sv, "rdzv.membership", NULL);
 	if (sv->state == G_RUNNING)
 		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
+}
+
+/*
+ * The lease of our ranks runs out: the workers go as for a membership
+ * change (no restart is counted), but SIGKILL comes at the lease's end
+ * if that is sooner than --shutdown-timeout, for the rendezvous may give
+ * their ranks away then.
+ */
+void
+group_fenced(struct supervisor *sv, long long kill_at_ms)
+{
+	long long now = mono_ms();
+
+	events_log(sv, "rdzv.fenced", json_pack("{sI sf ss}", "kill_in_ms",
+	    (json_int_t)(kill_at_ms > now ? kill_at_ms - now : 0), "kill_at",
+	    wall_now() + (kill_at_ms - now) / 1000.0, "state",
+	    group_state_name(sv->state)));
+	if (sv->state == G_RUNNING)
+		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
+	if (sv->state != G_STOPPING || sv->alive == 0 || sv->kill_phase != 0 ||
+	    sv->draining || kill_at_ms >= sv->kill_at)
+		return;
+	sv->kill_at = kill_at_ms;
+	sv->fenced = true;
+	arm_deadline(sv, kill_at_ms > now ? kill_at_ms - now : 0);
 }
 
 void
@@ -851,6 +877,9 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 	sv->stop_reason = why;
 	sv->stop_signal = signo;
 	sv->kill_phase = signo == SIGKILL ? 1 : 0;
+	sv->fenced = false;
+	sv->kill_at = mono_ms() + (signo == SIGKILL ? KILL_GRACE_MS :
+	    (long long)sv->cfg->shutdown_timeout_ms);
 	flush_exits(sv);
 	if (why == STOP_FAILURE)
 		warn_msg("worker group failed (%zu worker%s), stopping it",
@@ -1319,8 +1348,13 @@ group_timer(struct supervisor *sv)
 	if (sv->state != G_STOPPING)
 		return;
 	if (sv->kill_phase == 0) {
-		warn_msg("workers still alive %u ms after %s: sending SIGKILL",
-		    sv->cfg->shutdown_timeout_ms, sig_name(sv->stop_signal));
+		if (sv->fenced)
+			warn_msg("the lease of the workers' ranks ran out: "
+			    "SIGKILL to the %u still alive", sv->alive);
+		else
+			warn_msg("workers still alive %u ms after %s: sending "
+			    "SIGKILL", sv->cfg->shutdown_timeout_ms,
+			    sig_name(sv->stop_signal));
 		sv->kill_phase = 1;
 		group_signal(sv, SIGKILL);
 		cgroup_kill(sv);

@@ -293,6 +293,12 @@ rdzv_membership(void *ctx)
 }
 
 static void
+rdzv_fenced(void *ctx, long long kill_at_ms)
+{
+	group_fenced(ctx, kill_at_ms);
+}
+
+static void
 rdzv_barrier_done(void *ctx, bool released)
 {
 	group_barrier_done(ctx, released);
@@ -325,7 +331,7 @@ static void
 setup_rendezvous(struct supervisor *sv)
 {
 	struct rdzv_callbacks cb = { .done = rdzv_done, .failed = rdzv_failed,
-	    .membership_changed = rdzv_membership,
+	    .membership_changed = rdzv_membership, .fenced = rdzv_fenced,
 	    .barrier_done = rdzv_barrier_done,
 	    .status_changed = rdzv_status_changed,
 	    .host_changed = rdzv_host_changed, .ctx = sv };

@@ -143,6 +143,8 @@ struct supervisor {
 	bool			 paused;
 	int			 stop_signal;	/* signal that began the stop */
 	int			 kill_phase;	/* 0 signalled, 1 SIGKILLed */
+	long long		 kill_at;	/* mono ms of the stop's SIGKILL */
+	bool			 fenced;	/* kill_at: the lease's end */
 	double			 since;
 	long long		 attempt_started_ms;
 	long long		 next_start_wall;	/* for the state file */
@@ -257,6 +259,7 @@ void	group_report_step(struct supervisor *sv, bool yield);
 void	group_round_ready(struct supervisor *sv, const struct rdzv_round *r);
 void	group_rdzv_failed(struct supervisor *sv, const char *why);
 void	group_membership_changed(struct supervisor *sv);
+void	group_fenced(struct supervisor *sv, long long kill_at_ms);
 void	group_barrier_done(struct supervisor *sv, bool released);
 void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
 /* Our children now, from /proc (malloc'd; NULL and *n 0 if unknown). */

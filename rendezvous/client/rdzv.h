@@ -8,7 +8,8 @@
  * completes (static: at once, from inside rdzv_join).  A backend that
  * talks to a server adds its fds to the loop itself and calls
  * membership_changed when the running round must be given up (a node
- * arrived, left or failed), failed when no round can be had, and
+ * arrived, left or failed), fenced when the lease of its ranks runs out,
+ * failed when no round can be had, and
  * barrier_done when every node's group has finished (or the barrier
  * timed out).  Backends without a barrier call barrier_done at once.
  */
@@ -66,6 +67,13 @@ struct rdzv_callbacks {
 	void	(*done)(void *ctx, const struct rdzv_round *r);
 	void	(*failed)(void *ctx, const char *why);
 	void	(*membership_changed)(void *ctx);
+	/*
+	 * The lease of the workers' ranks runs out (the rendezvous has not
+	 * acknowledged us): stop them at once, with SIGKILL at kill_at_ms
+	 * (mono_ms) at the latest, and join again, as for a membership
+	 * change.  NULL: membership_changed.
+	 */
+	void	(*fenced)(void *ctx, long long kill_at_ms);
 	void	(*barrier_done)(void *ctx, bool released);
 	void	(*status_changed)(void *ctx);	/* rdzv_status() moved */
 	/*

@@ -5,8 +5,18 @@
  * membership change reaches the supervisor in one round trip.
  *
  * The connection is the node's liveness: losing it must not touch the
- * workers.  We reconnect with backoff and tell the server what we run, so
- * a restarted server rebuilds the round from its nodes.
+ * workers at once.  We reconnect with backoff and tell the server what we
+ * run, so a restarted server rebuilds the round from its nodes.
+ *
+ * But the workers hold their ranks only under a lease (fencing): the
+ * server acknowledges our lines in its PINGs, and we renew the lease to
+ * the send time of the newest acknowledged line.  The server's lease for
+ * us runs from its receipt of that line, so ours ends first.  When ours
+ * is about to end, the workers are stopped (SIGTERM at lease - grace,
+ * SIGKILL at lease - grace/2), before the server may give their ranks
+ * away (at lease + grace/2 after its receipt of our last line).
+ * While they may live, we never hang up ourselves (the server takes EOF
+ * for a node that stopped them): the connection goes with the fence.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +52,7 @@
 #define GREETING_MS	3000	/* to connect and be greeted */
 #define LOOKUP_MS	30000	/* a resolver's own retries fit in */
 #define HOST_STOP_MS	2000	/* for our esv-rdzv to go on SIGTERM */
+#define SENT_RING	64	/* send times of our last lines */
 
 enum conn_state { C_DOWN, C_RESOLVING, C_CONNECTING, C_GREETING, C_UP };
 
@@ -97,6 +108,27 @@ struct esv {
 	unsigned		 backoff_ms;
 	bool			 outage_logged;
 	bool			 dup_logged;	/* "duplicate" said */
+	bool			 ever_up;	/* a connection was ever proven */
+
+	/* The lease (see the top of the file); times are mono_ms. */
+	unsigned		 lease_ms, grace_ms;
+	long long		 sent_at[SENT_RING];	/* by seq_out */
+	long long		 renewed;
+	/*
+	 * Workers may run under our ranks: from a ROUND until the
+	 * supervisor, their stop over, joins again, waits in the barrier
+	 * or leaves.
+	 */
+	bool			 live;
+	bool			 fenced;	/* this round's fence is done */
+	/*
+	 * A JOIN running on a new connection, not acknowledged yet: a
+	 * RESTART before its acknowledgement says the server does not hold
+	 * us as a member, and its acknowledgements renew nothing.
+	 */
+	bool			 probation, outcast;
+	uint64_t		 probation_seq;
+	long long		 join_sent;	/* of the last JOIN new */
 
 	enum want		 want;
 	long long		 join_deadline, barrier_deadline;
@@ -122,6 +154,8 @@ struct esv {
 
 static void	conn_lost(struct esv *e, const char *why);
 static void	rearm(struct esv *e);
+static void	read_lines(struct esv *e);
+static bool	lease_runs(const struct esv *e);
 
 static void
 watch_events(struct esv *e)
@@ -167,6 +201,7 @@ send_msg(struct esv *e, const struct rdzv_msg *m)
 		warn_msg("rendezvous: unable to format a message");
 		return;
 	}
+	e->sent_at[e->seq_out % SENT_RING] = mono_ms();
 	e->seq_out++;
 	if (e->outlen + n > sizeof(e->out)) {
 		conn_lost(e, "server does not read");
@@ -265,12 +300,17 @@ send_join(struct esv *e)
 	if (j->state == RS_NEW) {
 		/* The first round we may join: one we have not run. */
 		j->round = e->ran ? e->cur.round + 1 : 0;
+		e->join_sent = mono_ms();
 		e->join_pending = true;
 		e->joined = false;
 	} else {
 		j->round = e->cur.round;
 		j->group_rank = e->cur.group_rank;
 		j->group_world_size = e->cur.group_world_size;
+		if (j->state == RS_RUNNING && e->live) {
+			e->probation = true;
+			e->probation_seq = e->seq_out;
+		}
 	}
 	send_msg(e, &m);
 }
@@ -295,6 +335,7 @@ conn_close(struct esv *e)
 	e->conn = C_DOWN;
 	e->inlen = e->outlen = 0;
 	e->join_pending = e->joined = e->proven = false;
+	e->probation = e->outcast = false;
 	explicit_bzero(e->key, sizeof(e->key));
 	e->up_since = 0;
 }
@@ -313,10 +354,51 @@ backoff_next(struct esv *e, long long up_since)
 		e->backoff_ms = 0;
 	if (e->backoff_ms == 0)
 		e->backoff_ms = BACKOFF_MIN_MS;
+	/* A server back before the lease ends must find us in time. */
+	if (lease_runs(e) && e->backoff_ms > e->grace_ms)
+		e->backoff_ms = e->grace_ms > BACKOFF_MIN_MS ? e->grace_ms :
+		    BACKOFF_MIN_MS;
 	jitter = arc4random_uniform(e->backoff_ms / 4 + 1);
 	e->reconnect_at = mono_ms() + e->backoff_ms + jitter;
 	e->backoff_ms = e->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
 	    e->backoff_ms * 2;
+}
+
+/* The wall-clock time of the monotonic time t, "HH:MM:SS.mmm" UTC. */
+static void
+wall_of(long long t, char *buf, size_t len)
+{
+	double w = wall_now() + (t - mono_ms()) / 1000.0;
+	time_t sec = (time_t)w;
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	snprintf(buf, len, "%02d:%02d:%02d.%03d UTC", tm.tm_hour, tm.tm_min,
+	    tm.tm_sec, (int)((w - (double)sec) * 1000));
+}
+
+/*
+ * The workers' lease ends at kill_at: stop them now, SIGKILL then at the
+ * latest, before the server may give their ranks to another node.
+ */
+static void
+fence(struct esv *e, long long kill_at, const char *why)
+{
+	char at[32];
+
+	if (!e->live || e->fenced)
+		return;
+	e->fenced = true;
+	wall_of(kill_at, at, sizeof(at));
+	warn_msg("rendezvous: %s: the lease of the workers' ranks ends at %s "
+	    "(in %lld ms): stopping the workers now, SIGKILL then", why, at,
+	    kill_at > mono_ms() ? kill_at - mono_ms() : 0);
+	if (e->want == W_RUNNING)
+		e->want = W_NOTHING;
+	if (e->rz->cb.fenced != NULL)
+		e->rz->cb.fenced(e->rz->cb.ctx, kill_at);
+	else
+		e->rz->cb.membership_changed(e->rz->cb.ctx);
 }
 
 /* Reconnect later, unless nothing is wanted of the server. */
@@ -324,22 +406,35 @@ static void
 conn_lost(struct esv *e, const char *why)
 {
 	long long up_since = e->up_since;
+	char at[32], what[300];
 
 	conn_close(e);
-	if (e->via_helper && e->want == W_RUNNING) {
+	if (e->via_helper && e->live) {
 		/*
-		 * esv-rdzv-etcd revokes the lease on its way out: the other
-		 * nodes go on without ours, whose workers are stale now.
+		 * esv-rdzv-etcd exits when our etcd lease may run out, and
+		 * revokes it on its way out: the other nodes go on without
+		 * ours, whose workers must be gone within the grace.
 		 */
-		warn_msg("rendezvous: esv-rdzv-etcd lost (%s): stopping the "
-		    "workers, joining again", why);
-		e->want = W_NOTHING;
-		e->rz->cb.membership_changed(e->rz->cb.ctx);
+		e->want = W_NOTHING;	/* first: the fence may join again */
+		snprintf(what, sizeof(what), "esv-rdzv-etcd lost (%s)", why);
+		fence(e, mono_ms() + e->grace_ms, what);
+		rearm(e);
 		return;
 	}
-	if (!e->outage_logged)
-		warn_msg("rendezvous: connection to %s lost (%s): workers keep "
-		    "running, reconnecting", e->endpoint, why);
+	if (e->outage_logged)
+		;
+	else if (!e->ever_up)
+		warn_msg("rendezvous: cannot reach the rendezvous at %s (%s): "
+		    "retrying", e->endpoint, why);
+	else if (e->live && !e->fenced && !e->via_helper) {
+		wall_of(e->renewed + e->lease_ms - e->grace_ms / 2, at,
+		    sizeof(at));
+		warn_msg("rendezvous: connection to %s lost (%s): the workers "
+		    "run until their lease ends at %s, reconnecting",
+		    e->endpoint, why, at);
+	} else
+		warn_msg("rendezvous: connection to %s lost (%s): "
+		    "reconnecting", e->endpoint, why);
 	e->outage_logged = true;
 	backoff_next(e, up_since);
 	e->rz->cb.status_changed(e->rz->cb.ctx);
@@ -427,6 +522,12 @@ on_round(struct esv *e, const struct rdzv_round_msg *m)
 	e->want = W_RUNNING;
 	e->cur = *m;
 	e->ran = true;
+	e->live = true;
+	e->fenced = false;
+	e->probation = e->outcast = false;	/* a member again */
+	/* Our JOIN was received before this was sent: that renews. */
+	if (e->join_sent > e->renewed && !e->via_helper)
+		e->renewed = e->join_sent;
 	e->participants = e->waiting = 0;
 	memset(&r, 0, sizeof(r));
 	r.round = m->round;
@@ -450,6 +551,8 @@ on_round(struct esv *e, const struct rdzv_round_msg *m)
 static void
 on_restart(struct esv *e, unsigned round)
 {
+	if (e->probation)
+		e->outcast = true;
 	if (e->want == W_RUNNING && round > e->cur.round) {
 		e->want = W_NOTHING;
 		e->rz->cb.membership_changed(e->rz->cb.ctx);
@@ -461,6 +564,24 @@ on_restart(struct esv *e, unsigned round)
 		 */
 		send_join(e);
 	}
+}
+
+/* The server has our first n lines of this connection: renew. */
+static void
+on_ack(struct esv *e, unsigned n)
+{
+	long long t;
+
+	if (e->via_helper || n == 0 || n > e->seq_out ||
+	    e->seq_out - n >= SENT_RING)
+		return;
+	if (e->probation && n > e->probation_seq)
+		e->probation = false;
+	if (e->outcast)
+		return;
+	t = e->sent_at[(n - 1) % SENT_RING];
+	if (t > e->renewed)
+		e->renewed = t;
 }
 
 static void
@@ -505,6 +626,15 @@ on_greeting(struct esv *e, const struct rdzv_msg *m)
 	e->seq_in = e->seq_out = 0;
 	e->proven = false;
 	e->hb_ms = m->u.hello.heartbeat_ms;
+	if (!e->via_helper) {
+		/* The shorter of ours and the server's; a few PINGs each. */
+		e->lease_ms = rdzv_lease_ms(&e->cfg->rdzv, 0);
+		if (m->u.hello.lease_ms > 0 && m->u.hello.lease_ms < e->lease_ms)
+			e->lease_ms = m->u.hello.lease_ms;
+		e->grace_ms = rdzv_fence_grace_ms(e->lease_ms);
+		if (e->hb_ms > e->lease_ms / 5 && e->lease_ms >= 50)
+			e->hb_ms = e->lease_ms / 5;
+	}
 	e->conn = C_UP;
 	/*
 	 * Someone else serves the endpoint: if that server goes, its
@@ -586,8 +716,9 @@ on_line(struct esv *e, char *line)
 		e->up_since = mono_ms();
 		e->dup_logged = false;
 		if (e->outage_logged)
-			info_msg("rendezvous: connected to %s again",
-			    e->endpoint);
+			info_msg("rendezvous: connected to %s%s", e->endpoint,
+			    e->ever_up ? " again" : "");
+		e->ever_up = true;
 		e->outage_logged = false;
 	}
 	e->proven = true;
@@ -634,6 +765,8 @@ on_line(struct esv *e, char *line)
 		on_err(e, m.u.err.code, m.u.err.text);
 		break;
 	case RV_PING:
+		if (m.u.ping.has_ack)
+			on_ack(e, m.u.ping.acked);
 		break;
 	default:
 		warn_msg("rendezvous: %s: unexpected message: %s", e->endpoint,
@@ -914,6 +1047,23 @@ earliest(long long a, long long b)
 	return a < b ? a : b;
 }
 
+/* Our workers' lease is running (and not fenced yet). */
+static bool
+lease_runs(const struct esv *e)
+{
+	return e->live && !e->fenced && !e->via_helper && e->lease_ms > 0;
+}
+
+/*
+ * While workers may run under our ranks, silence does not make us hang
+ * up: the server would take our EOF for a node whose workers are gone.
+ */
+static bool
+hold_conn(const struct esv *e)
+{
+	return e->live && !e->via_helper && e->lease_ms > 0;
+}
+
 static void
 rearm(struct esv *e)
 {
@@ -921,8 +1071,11 @@ rearm(struct esv *e)
 
 	if (e->conn == C_DOWN && e->want != W_NOTHING)
 		at = e->reconnect_at != 0 ? e->reconnect_at : now;
+	if (lease_runs(e))
+		at = earliest(at, e->renewed + e->lease_ms - e->grace_ms);
 	if (e->conn != C_DOWN && e->conn != C_RESOLVING && e->hb_ms > 0) {
-		at = earliest(at, e->last_rx + 3 * (long long)e->hb_ms);
+		if (!hold_conn(e))
+			at = earliest(at, e->last_rx + 3 * (long long)e->hb_ms);
 		if (e->conn == C_UP)
 			at = earliest(at, e->last_tx + e->hb_ms);
 	}
@@ -946,6 +1099,26 @@ on_timer(struct watch *w, uint32_t events)
 
 	(void)events;
 	timer_ack(w->fd);
+	if (lease_runs(e) && now >= e->renewed + e->lease_ms - e->grace_ms) {
+		/* An acknowledgement that came while we were late counts. */
+		if (e->conn == C_UP)
+			read_lines(e);
+		now = mono_ms();
+		if (lease_runs(e) && now >= e->renewed + e->lease_ms -
+		    e->grace_ms) {
+			char why[400];
+
+			snprintf(why, sizeof(why), "no acknowledgement from %s "
+			    "for %lld ms", e->endpoint, now - e->renewed);
+			/*
+			 * SIGKILL half a grace before the end: with the half
+			 * the server adds, a timer of ours that is late by
+			 * up to a grace (a loaded host) does no harm.
+			 */
+			fence(e, e->renewed + e->lease_ms - e->grace_ms / 2,
+			    why);
+		}
+	}
 	if (e->want == W_ROUND && now >= e->join_deadline) {
 		fail(e, "no round within join_timeout (%u s): %u node(s) had "
 		    "joined, %u needed", e->cfg->rdzv.join_timeout_ms / 1000,
@@ -978,7 +1151,8 @@ on_timer(struct watch *w, uint32_t events)
 		conn_lost(e, "no greeting from the server");
 		return;
 	}
-	if (e->hb_ms > 0 && now >= e->last_rx + 3 * (long long)e->hb_ms) {
+	if (e->hb_ms > 0 && !hold_conn(e) &&
+	    now >= e->last_rx + 3 * (long long)e->hb_ms) {
 		conn_lost(e, "heartbeat lost");
 		return;
 	}
@@ -1011,6 +1185,8 @@ esv_new(struct rdzv *rz, char *err, size_t errlen)
 	e->cfg = cfg;
 	e->w = (struct watch){ .fd = -1, .fn = on_socket, .ctx = e };
 	e->lw.fd = -1;
+	e->lease_ms = rdzv_lease_ms(&cfg->rdzv, 0);
+	e->grace_ms = rdzv_fence_grace_ms(e->lease_ms);
 	/* At start-up, before the loop runs: a name may wait on DNS. */
 	if (cfg->local_addr[0] != '\0')
 		lookup_now(cfg->local_addr, 0, &e->local);
@@ -1063,6 +1239,7 @@ esv_open(struct rdzv *rz, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: JOBDIR path too long", cfg->jobdir);
 		return -1;
 	}
+	rdzv_host_lease(e->lease_ms);
 	if (cfg->standalone) {
 		ha = (struct rdzv_host_args){ e->token_path, cfg->run_id,
 		    e->log_path };
@@ -1102,6 +1279,7 @@ esv_join(struct rdzv *rz)
 	struct esv *e = rz->priv;
 
 	e->want = W_ROUND;
+	e->live = e->fenced = false;	/* the workers are gone */
 	e->join_deadline = mono_ms() + e->cfg->rdzv.join_timeout_ms;
 	e->participants = e->waiting = 0;
 	if (e->conn == C_UP)
@@ -1122,6 +1300,7 @@ esv_leave(struct rdzv *rz)
 		return;
 	send_msg(e, &m);
 	e->want = W_NOTHING;
+	e->live = false;
 	conn_close(e);
 	e->reconnect_at = 0;
 	rearm(e);
@@ -1135,6 +1314,7 @@ esv_barrier(struct rdzv *rz, unsigned timeout_ms)
 	struct rdzv_msg m = { .verb = RV_BARRIER };
 
 	e->want = W_BARRIER;
+	e->live = false;
 	e->barrier_deadline = mono_ms() + timeout_ms;
 	m.u.n = e->cur.round;
 	send_msg(e, &m);
@@ -1276,6 +1456,9 @@ etcd_open(struct rdzv *rz, char *err, size_t errlen)
 	if ((e = esv_new(rz, err, errlen)) == NULL)
 		return -1;
 	e->via_helper = true;
+	/* etcd's lease; its grace is the time the workers get, once lost. */
+	e->lease_ms = rdzv_lease_ms(&cfg->rdzv, 1);
+	e->grace_ms = rdzv_fence_grace_ms(e->lease_ms);
 	e->token[0] = '\0';
 	strlcpy(e->endpoint, cfg->rdzv_endpoints, sizeof(e->endpoint));
 	strlcpy(first, cfg->rdzv_endpoints, sizeof(first));

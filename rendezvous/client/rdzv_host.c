@@ -25,14 +25,26 @@ extern char **environ;
  * step completes only when every holder has closed it): stdin is
  * /dev/null, stdout and stderr append to logpath.
  */
+/*
+ * The lease of the job's nodes, for the server we host (--lease).  Set
+ * once at the start, before any server is hosted.
+ */
+static unsigned host_lease_ms;
+
+void
+rdzv_host_lease(unsigned ms)
+{
+	host_lease_ms = ms;
+}
+
 static int
 spawn_server(int lfd, const struct rdzv_host_args *ha, pid_t *pid,
     char *err, size_t errlen)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	char path[PATH_MAX], parent[32];
-	char *argv[16];
+	char path[PATH_MAX], parent[32], lease[32];
+	char *argv[18];
 	sigset_t none;
 	int a = 0, logfd, e;
 
@@ -52,6 +64,11 @@ spawn_server(int lfd, const struct rdzv_host_args *ha, pid_t *pid,
 	argv[a++] = (char *)ha->run_id;
 	argv[a++] = "--parent";
 	argv[a++] = parent;
+	if (host_lease_ms > 0) {
+		snprintf(lease, sizeof(lease), "%ums", host_lease_ms);
+		argv[a++] = "--lease";
+		argv[a++] = lease;
+	}
 	argv[a] = NULL;
 	if ((logfd = open(ha->logpath, O_WRONLY | O_APPEND | O_CREAT |
 	    O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600)) == -1) {

@@ -36,4 +36,7 @@ int	rdzv_host_try(const struct lookup_answer *a,
 	    const struct rdzv_host_args *ha, pid_t *pid, char *err,
 	    size_t errlen);
 
+/* The lease the servers started from now on give their nodes (0: theirs). */
+void	rdzv_host_lease(unsigned ms);
+
 #endif

@@ -27,6 +27,7 @@
 #include "msg.h"
 #include "netlisten.h"
 #include "rdzv_server.h"
+#include "rdzvconf.h"
 #include "rdzvproto.h"
 
 #define OUT_MAX		(64 * 1024)	/* queued for a peer that is slow */
@@ -64,7 +65,9 @@ usage(FILE *f)
 	fprintf(f, "usage: esv-rdzv [-v] [--listen ADDR:PORT]... "
 	    "[--listen-fd N]\n"
 	    "                --token-file FILE | --allow-no-token\n"
-	    "                [--heartbeat DURATION] [--max-clients N] "
+	    "                [--lease DURATION] [--heartbeat DURATION] "
+	    "[--max-clients N]\n"
+	    "                "
 	    "[--max-jobs N] [--max-nodes N]\n"
 	    "                [--max-unauth N] [--max-unauth-per-addr N] "
 	    "[--auth-timeout DURATION]\n"
@@ -510,6 +513,7 @@ main(int argc, char *argv[])
 		{ "token-file", required_argument, NULL, 't' },
 		{ "allow-no-token", no_argument, NULL, 'N' },
 		{ "heartbeat", required_argument, NULL, 'H' },
+		{ "lease", required_argument, NULL, 'E' },
 		{ "max-clients", required_argument, NULL, 'c' },
 		{ "max-jobs", required_argument, NULL, 'j' },
 		{ "max-nodes", required_argument, NULL, 'n' },
@@ -525,7 +529,8 @@ main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rdzv_server_conf conf = { .heartbeat_ms = 400,
+	struct rdzv_server_conf conf = { .heartbeat_ms = 0,
+	    .lease_ms = RDZV_LEASE_ESV_MS,
 	    .max_jobs = 1024, .max_nodes = 8192, .recovery_ms = 5000,
 	    .max_clients = 4096, .max_unauth = 128, .max_unauth_per_addr = 16,
 	    .auth_ms = 2000 };
@@ -554,6 +559,10 @@ main(int argc, char *argv[])
 		case 'H':
 			conf.heartbeat_ms = dur_arg("--heartbeat", optarg, 1,
 			    10, 3600000);
+			break;
+		case 'E':
+			conf.lease_ms = dur_arg("--lease", optarg, 1, 100,
+			    3600000);
 			break;
 		case 'c':
 			conf.max_clients = num_arg("--max-clients", optarg, 1,
@@ -633,6 +642,14 @@ main(int argc, char *argv[])
 		    "who reaches this server can join a job or break its rounds");
 	} else
 		load_token(token, sizeof(token), true);
+	/* Several heartbeats a lease: one lost line costs no node. */
+	if (conf.heartbeat_ms == 0)
+		conf.heartbeat_ms = conf.lease_ms / 5;
+	conf.lease_slack_ms = rdzv_fence_grace_ms(conf.lease_ms) / 2;
+	if (conf.heartbeat_ms > conf.lease_ms / 2)
+		warn_msg("--heartbeat %u ms is above half the lease (%u ms): "
+		    "a node may be dropped for one lost heartbeat",
+		    conf.heartbeat_ms, conf.lease_ms);
 	raise_nofile(&conf);
 	setup_loop();
 	g.srv = rdzv_server_new(&conf, &ops, token, mono_ms());

@@ -223,24 +223,44 @@ out:
 }
 
 /*
+ * Until when must a round wait, for no rank to be given that another
+ * node may still hold?  A member told to restart that has not come back
+ * may run its workers until its lease is over (it is alive and stopping
+ * them, or cut off and about to fence them), and so may a node we do not
+ * know of, after a restart of ours (hold_until).  0: no wait.
+ */
+static long long
+lease_hold(struct rdzv_server *srv, struct job *job)
+{
+	long long until = job->hold_until, end;
+	struct node *nd;
+
+	if (srv->conf.lease_ms == 0)
+		return 0;
+	if (job->count[NS_EXPECTED] > 0)
+		RB_FOREACH(nd, nodetree, &job->nodes) {
+			end = srv_lease_end(srv, nd->sc);
+			if (nd->status == NS_EXPECTED && end > until)
+				until = end;
+		}
+	return until > srv->now ? until : 0;
+}
+
+/*
  * Should the round being gathered complete?  A round opened by a restart
  * waits for the members told to restart (at least --recovery-timeout), so
- * that a short last call does not leave them out one by one.
+ * that a short last call does not leave them out one by one; and no
+ * round completes while a rank it gives may still be held (lease_hold).
  */
 static void
 evaluate(struct rdzv_server *srv, struct job *job)
 {
-	long long wait;
+	long long wait, hold;
 
 	if (job->phase != JP_GATHERING || job->closed)
 		return;
 	if (job->count[NS_JOINED] < job->min) {
 		job->deadline = -1;
-		return;
-	}
-	if (job->count[NS_JOINED] >= job->max ||
-	    (job->restarted && job->count[NS_EXPECTED] == 0)) {
-		complete(srv, job);
 		return;
 	}
 	if (job->deadline < 0) {
@@ -250,8 +270,15 @@ evaluate(struct rdzv_server *srv, struct job *job)
 			wait = srv->conf.recovery_ms;
 		job->deadline = srv->now + wait;
 	}
-	if (srv->now >= job->deadline)
-		complete(srv, job);
+	if (job->count[NS_JOINED] < job->max && (!job->restarted ||
+	    job->count[NS_EXPECTED] > 0) && srv->now < job->deadline)
+		return;
+	if ((hold = lease_hold(srv, job)) != 0) {
+		/* Looked at again then, or when a member is back. */
+		job->deadline = hold;
+		return;
+	}
+	complete(srv, job);
 }
 
 /* The job runs again: the wait list may now fit. */
@@ -288,8 +315,18 @@ node_lost(struct rdzv_server *srv, struct node *nd, const char *why)
 {
 	struct job *job = nd->job;
 	enum node_status st = nd->status;
+	long long end = srv_lease_end(srv, nd->sc);
 
 	info_msg("job %s: node %s lost: %s", job->run_id, nd->id, why);
+	/*
+	 * We hung up on it (it did not read, it said something wrong): it
+	 * may be alive and its workers run until its lease is over.  A node
+	 * that hangs up itself has stopped them, or died with them.
+	 */
+	if (srv->conf.lease_ms > 0 && nd->sc->dead &&
+	    (st == NS_RUNNING || st == NS_EXPECTED) &&
+	    strcmp(why, "heartbeat") != 0 && end > job->hold_until)
+		job->hold_until = end;
 	node_free(job, nd);
 	if (!job->closed) {
 		if (st == NS_JOINED || st == NS_EXPECTED)
@@ -559,6 +596,15 @@ job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
 		nd->sc = sc;
 		sc->node = nd;
 	}
+	/*
+	 * A node that ran a round before we started: we restarted, and a
+	 * node of that round that is not back may hold its ranks for up to
+	 * a lease from our start.
+	 */
+	if (srv->conf.lease_ms > 0 && (j->state != RS_NEW || j->round > 0) &&
+	    srv->now < srv->started + srv->conf.lease_ms &&
+	    job->hold_until < srv->started + srv->conf.lease_ms)
+		job->hold_until = srv->started + srv->conf.lease_ms;
 	if (nd == NULL && j->state == RS_NEW && job->nnodes == 0 &&
 	    job->phase == JP_GATHERING && j->round > job->round) {
 		/*

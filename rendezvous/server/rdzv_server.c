@@ -27,7 +27,7 @@ rdzv_server_new(const struct rdzv_server_conf *conf,
 		return NULL;
 	srv->conf = *conf;
 	srv->ops = *ops;
-	srv->now = now;
+	srv->now = srv->started = now;
 	srv->next_ping = now + conf->heartbeat_ms;
 	RB_INIT(&srv->jobs);
 	RB_INIT(&srv->warns);
@@ -338,6 +338,7 @@ rdzv_server_accept(struct rdzv_server *srv, void *conn, const char *peer,
 	m.u.hello.version = RDZV_PROTO_VERSION;
 	strlcpy(m.u.hello.nonce, sc->nonce, sizeof(m.u.hello.nonce));
 	m.u.hello.heartbeat_ms = srv->conf.heartbeat_ms;
+	m.u.hello.lease_ms = srv->conf.lease_ms;
 	n = rdzv_msg_format(line, sizeof(line), &m);
 	if (n == -1 || srv->ops.send(srv->ops.ctx, conn, line, n) == -1) {
 		free(sc);
@@ -515,23 +516,66 @@ rdzv_server_lost(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	reap(srv);
 }
 
+/*
+ * Every PING says how many of the node's lines we have: the node renews
+ * its lease to the send time of the newest of them, which is earlier
+ * than our receipt of it (last_line), so the node's lease always ends
+ * before ours for it, and a node dropped here has fenced its workers.
+ */
 static void
 heartbeat(struct rdzv_server *srv)
 {
 	struct rdzv_msg ping = { .verb = RV_PING };
-	long long dead_after = 3LL * srv->conf.heartbeat_ms;
 	struct rdzv_sconn *sc;
 
 	TAILQ_FOREACH(sc, &srv->conns, entry) {
 		if (sc->dead || !sc->authed)
 			continue;
-		if (srv->now - sc->last_line >= dead_after) {
-			info_msg("%s: heartbeat lost", sc->peer);
-			srv_kill(srv, sc, "heartbeat");
-		} else
-			srv_send(srv, sc, &ping);
+		ping.u.ping.has_ack = true;
+		ping.u.ping.acked = sc->seq_in > INT_MAX ? INT_MAX :
+		    (unsigned)sc->seq_in;
+		srv_send(srv, sc, &ping);
 	}
 	srv->next_ping = srv->now + srv->conf.heartbeat_ms;
+}
+
+long long
+srv_lease_ms(const struct rdzv_server *srv)
+{
+	return srv->conf.lease_ms > 0 ? srv->conf.lease_ms :
+	    3LL * srv->conf.heartbeat_ms;
+}
+
+long long
+srv_lease_end(const struct rdzv_server *srv, const struct rdzv_sconn *sc)
+{
+	return sc->last_line + srv_lease_ms(srv) + srv->conf.lease_slack_ms;
+}
+
+/*
+ * Drop the nodes whose lease is over, at its end rather than at the next
+ * heartbeat (a lost node is noticed a lease after its last line, give or
+ * take nothing); the next such end.
+ */
+static long long
+lease_expire(struct rdzv_server *srv)
+{
+	long long next = LLONG_MAX, end;
+	struct rdzv_sconn *sc;
+
+	TAILQ_FOREACH(sc, &srv->conns, entry) {
+		if (sc->dead || !sc->authed)
+			continue;
+		if (srv->now < (end = srv_lease_end(srv, sc))) {
+			if (end < next)
+				next = end;
+			continue;
+		}
+		info_msg("%s: heartbeat lost: nothing for %lld ms, its lease "
+		    "is over", sc->peer, srv->now - sc->last_line);
+		srv_kill(srv, sc, "heartbeat");
+	}
+	return next;
 }
 
 /* Drop who has not authenticated in time; the next such deadline. */
@@ -558,9 +602,10 @@ unauth_expire(struct rdzv_server *srv)
 long long
 rdzv_server_tick(struct rdzv_server *srv, long long now)
 {
-	long long next, auth;
+	long long next, auth, lease;
 
 	srv->now = now;
+	lease = lease_expire(srv);
 	if (now >= srv->next_ping)
 		heartbeat(srv);
 	jobs_tick(srv);
@@ -570,5 +615,7 @@ rdzv_server_tick(struct rdzv_server *srv, long long now)
 	next = jobs_next_deadline(srv);
 	if (auth < next)
 		next = auth;
+	if (lease < next)
+		next = lease;
 	return next < srv->next_ping ? next : srv->next_ping;
 }

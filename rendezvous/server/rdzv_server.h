@@ -14,7 +14,19 @@ struct rdzv_server;
 struct rdzv_sconn;
 
 struct rdzv_server_conf {
-	unsigned	heartbeat_ms;	/* PING period; 3x it: dead */
+	unsigned	heartbeat_ms;	/* PING period */
+	/*
+	 * A node unheard for lease_ms is dropped, and no round hands out
+	 * ranks a node may still hold under its lease (esv-rdzv(8)).
+	 * 0: 3 heartbeats, and no holds (the unit tests of old).
+	 */
+	unsigned	lease_ms;
+	/*
+	 * Added to it here: the node sends SIGKILL that much before the
+	 * end of its own lease (half the fencing grace), so its timer may
+	 * be late by twice that without two workers holding one rank.
+	 */
+	unsigned	lease_slack_ms;
 	unsigned	max_jobs;
 	unsigned	max_nodes;	/* per job */
 	unsigned	recovery_ms;

@@ -61,6 +61,9 @@ struct job {
 	bool			 closed;
 	bool			 restarted;	/* round opened by a restart */
 	long long		 deadline;	/* last call, recovery; -1 */
+	/* No round completes before: a node we do not know of may hold
+	 * ranks of this job under its lease (we restarted).  0: none. */
+	long long		 hold_until;
 	long long		 last_join;
 	char			 run_id[RDZV_NAME_MAX + 1];
 };
@@ -101,7 +104,7 @@ RB_HEAD(warntree, ipwarn);
 struct rdzv_server {
 	struct rdzv_server_conf	 conf;
 	struct rdzv_server_ops	 ops;
-	long long		 now, next_ping;
+	long long		 now, next_ping, started;
 	struct jobtree		 jobs;
 	unsigned		 njobs;
 	TAILQ_HEAD(, job)	 closed_jobs;	/* oldest first */
@@ -124,6 +127,12 @@ void	srv_kill(struct rdzv_server *srv, struct rdzv_sconn *sc,
 /* Send ERR code text and hang up at once, without lingering. */
 void	srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const char *code, const char *text);
+
+/* How long a node may go unheard: its lease. */
+long long srv_lease_ms(const struct rdzv_server *srv);
+/* When sc's lease is over here: a lease and the slack after its last line. */
+long long srv_lease_end(const struct rdzv_server *srv,
+	    const struct rdzv_sconn *sc);
 
 /* rdzv_table.c */
 struct job *job_find(struct rdzv_server *srv, const char *run_id);

@@ -83,6 +83,13 @@ on_nothing(void *ctx)
 }
 
 static void
+on_fenced(void *ctx, long long kill_at_ms)
+{
+	(void)ctx;
+	(void)kill_at_ms;
+}
+
+static void
 on_barrier(void *ctx, bool released)
 {
 	(void)ctx;
@@ -225,8 +232,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *errs[] = { "auth", "limit", "version", "full" };
-	struct rdzv_callbacks cb = { on_done, on_failed, on_nothing,
-	    on_barrier, on_nothing, NULL };
+	struct rdzv_callbacks cb = { .done = on_done, .failed = on_failed,
+	    .membership_changed = on_nothing, .fenced = on_fenced,
+	    .barrier_done = on_barrier, .status_changed = on_nothing };
 	char text[RDZV_LINE_MAX + 1], err[256];
 	struct rdzv_status st;
 	struct rdzv rz;
@@ -250,7 +258,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ==
 	    0);
 	pump();
-	snprintf(text, sizeof(text), "ESV-RDZV %d %s 1000\n",
+	snprintf(text, sizeof(text), "ESV-RDZV %d %s 1000 1500\n",
 	    RDZV_PROTO_VERSION, SNONCE);
 	say(text, strlen(text));
 	/* Greeted while it wants a round, the client JOINs at once. */

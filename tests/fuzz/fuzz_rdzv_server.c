@@ -134,7 +134,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (unsigned)(op >> 5) * 2654435761u);
 			rdzv_session_key(TOKEN, c->nonce, c->cnonce, c->key);
 			c->seq_out = 0;
-			snprintf(text, sizeof(text), "JOIN 2 %s n%u %s %u %u %u %u "
+			snprintf(text, sizeof(text), "JOIN 3 %s n%u %s %u %u %u %u "
 			    "%s 10.0.0.%u %u new %u", runs[data[i] & 1],
 			    data[i] % 5, c->cnonce, 1 + data[i + 1] % 4,
 			    1 + data[i + 2] % 3, 1 + data[i + 2] % 3 + data[i + 3] % 3,

@@ -50,7 +50,7 @@ class Node:
         theirs.close()
         self.buf, self.seq_in, self.seq_out = b"", 0, 0
         hello = self.line(False).split()
-        assert hello[0] == "ESV-RDZV" and hello[1] == "2", hello
+        assert hello[0] == "ESV-RDZV" and hello[1] == "3", hello
         self.cnonce = os.urandom(16).hex()
         self.key = hmac.new(b"", f"esv-rdzv 2 session {hello[2]} "
                             f"{self.cnonce}".encode(),
@@ -87,7 +87,7 @@ class Node:
 
 nodes = [Node(i) for i in range(k)]
 for n in nodes:
-    n.send(f"JOIN 2 big {n.id} {n.cnonce} 1 {k} {k} 0 {n.role} {n.addr} "
+    n.send(f"JOIN 3 big {n.id} {n.cnonce} 1 {k} {k} 0 {n.role} {n.addr} "
            "29500 new 0")
 ranks = []
 for n in nodes:

@@ -52,7 +52,7 @@ def send(text):
     seq["c"] += 1
 
 
-send(f"JOIN 2 solo n1 {cnonce} 1 1 1 0 default 127.0.0.1 29500 new 0")
+send(f"JOIN 3 solo n1 {cnonce} 1 1 1 0 default 127.0.0.1 29500 new 0")
 while True:
     text = f.readline().decode().rsplit(" ", 1)[0]
     seq["s"] += 1

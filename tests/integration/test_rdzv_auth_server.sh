@@ -28,7 +28,7 @@ import os, socket, sys, threading
 sys.path.insert(0, os.environ["ESV_TEST_DIR"])
 import rdzv_client as rc
 mode, portfile, log = sys.argv[1:4]
-version = os.environ.get("FAKE_VERSION", "2")
+version = os.environ.get("FAKE_VERSION", "3")
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
 srv.listen(16)
@@ -43,7 +43,7 @@ def note(s):
 
 def fake(c, n):
     nonce = os.urandom(16).hex()
-    c.sendall(("ESV-RDZV %s %s 200\n" % (version, nonce)).encode())
+    c.sendall(("ESV-RDZV %s %s 200 1500\n" % (version, nonce)).encode())
     seal = " " + os.urandom(32).hex() if n % 2 == 1 and version != "1" else ""
     buf = b""
     while True:

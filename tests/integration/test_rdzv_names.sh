@@ -19,7 +19,7 @@ assert_eq "$(field "$(last_rec a)" world)" 2 "WORLD_SIZE of a round joined by na
 # .invalid never resolves (RFC 6761).
 EP=no-such-host.invalid:$RDZV_PORT
 RZ_NNODES=2:2 node c
-wait_for -t 20 grep -q 'rendezvous: connection to no-such-host.invalid:.* lost (no-such-host.invalid: ' "$T/c.err" ||
+wait_for -t 20 grep -q 'rendezvous: cannot reach the rendezvous at no-such-host.invalid:.* (no-such-host.invalid: ' "$T/c.err" ||
     fail "no lookup failure reported: $(cat "$T/c.err")"
 # The loop still answers: a control command is acted on.
 ctl down "$T/c" >/dev/null

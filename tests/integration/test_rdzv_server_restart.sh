@@ -2,11 +2,16 @@
 # Killing esv-rdzv mid-job does not touch the workers; the supervisors
 # reconnect with backoff, the restarted server rebuilds the round from
 # what they tell it, and the job goes on (a third node can still join).
+# That holds for an outage shorter than the lease less its grace (L - G,
+# esv-supervise(8) "Leases"): the server stays away 1 s here, so the
+# lease is 5 s (G 1 s); with the default of 1.5 s the workers would be
+# fenced (test_rdzv_fence.sh).
 . "$(dirname "$0")/lib.sh"
 esv_setup 150
 . "$ESV_TEST_DIR/rdzv.sh"
 
-start_rdzv
+RZ_CONF="token_file=$T/token,last_call_timeout=1s,join_timeout=30s,lease=5s"
+start_rdzv --lease 5s
 RZ_STOP_FLAG=$T/stop node a
 RZ_STOP_FLAG=$T/stop node b
 for n in a b; do
@@ -30,9 +35,11 @@ assert_grep "$T/status" 'disconnected'
 sleep_until "$(awk -v t="$killed" 'BEGIN { printf "%.3f", t + 1 }')"
 esv_alive "$wpid" || fail "a's worker died with the server"
 assert_eq "$(kv "$T/a/supervise/state" state)" running "a's state"
+# What is true: the workers run on, until their lease ends.
+assert_grep "$T/a.err" 'lost .*: the workers run until their lease ends at'
 
 note "esv-rdzv back on the same port"
-start_rdzv
+start_rdzv --lease 5s
 for n in a b; do
 	wait_for -t 10 eval '[ "$(kv "$T/$n/supervise/state" rdzv_connected)" = 1 ]' ||
 	    fail "$n did not reconnect: $(cat "$T/$n.err")"

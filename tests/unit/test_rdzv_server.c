@@ -19,6 +19,7 @@
 #define TOKEN	"test-token-0123456789"
 #define HB	100
 #define RECOVERY 1000
+#define LEASE	2000	/* above RECOVERY: the lease is what holds */
 #define NCONN	16
 #define NLINES	128
 #define MAX_CLIENTS	10
@@ -87,7 +88,8 @@ fake_send(void *ctx, void *conn, const char *line, size_t len)
 		c->members_at = c->n;
 		return 0;
 	}
-	if (!c->pings && strcmp(c->lines[c->n], "PING") == 0)
+	if (!c->pings && strncmp(c->lines[c->n], "PING", 4) == 0 &&
+	    (c->lines[c->n][4] == '\0' || c->lines[c->n][4] == ' '))
 		return 0;
 	c->n++;
 	return 0;
@@ -105,10 +107,13 @@ fake_close(void *ctx, void *conn, bool linger)
 	c->sc = NULL;
 }
 
+static unsigned fx_lease_ms;	/* the next fx_new's server's lease */
+
 static struct fx *
 fx_new(unsigned max_jobs)
 {
 	struct rdzv_server_conf conf = { .heartbeat_ms = HB,
+	    .lease_ms = fx_lease_ms,
 	    .max_jobs = max_jobs, .max_nodes = 16, .recovery_ms = RECOVERY,
 	    .max_clients = MAX_CLIENTS, .max_unauth = MAX_UNAUTH,
 	    .max_unauth_per_addr = MAX_UNAUTH_ADDR, .auth_ms = 3 * HB };
@@ -291,7 +296,7 @@ join_full(struct fx *fx, struct fconn *c, const char *run, const char *node,
 		snprintf(t, sizeof(t), "new %d", c->ran + 1);
 		tail = t;
 	}
-	snprintf(line, sizeof(line), "JOIN 2 %s %s %s %u %u %u %u %s %s %u "
+	snprintf(line, sizeof(line), "JOIN 3 %s %s %s %u %u %u %u %s %s %u "
 	    "%s\n", run, node, c->cnonce, nproc, fx->min, fx->max,
 	    fx->last_call, role, node, 29500, tail);
 	say(fx, c, line);
@@ -684,7 +689,7 @@ test_bad_clients(void **state)
 	expect(c, "WAITING 0");
 	/* A bad token, another version, an unsealed JOIN. */
 	fc_connect(fx, 7);
-	say(fx, &fx->c[7], "JOIN 2 job x 00000000000000000000000000000000"
+	say(fx, &fx->c[7], "JOIN 3 job x 00000000000000000000000000000000"
 	    " 4 1 1 0 r a 1 new 0 0000000000000000000000000000000000000000"
 	    "000000000000000000000000\n");
 	expect(&fx->c[7], "ERR auth bad token");
@@ -692,9 +697,9 @@ test_bad_clients(void **state)
 	fc_connect(fx, 8);
 	say(fx, &fx->c[8], "JOIN 1 job x 00000000000000000000000000000000"
 	    "00000000000000000000000000000000 4 1 1 0 r a 1 new\n");
-	expect(&fx->c[8], "ERR version 1 not supported, this server speaks 2");
+	expect(&fx->c[8], "ERR version 1 not supported, this server speaks 3");
 	fc_connect(fx, 9);
-	say(fx, &fx->c[9], "JOIN 2 job x 00000000000000000000000000000000"
+	say(fx, &fx->c[9], "JOIN 3 job x 00000000000000000000000000000000"
 	    " 4 1 1 0 r a 1 new 0\n");
 	expect(&fx->c[9], "ERR proto a sealed JOIN expected");
 	/* The running node saw none of it. */
@@ -711,7 +716,7 @@ test_split_lines(void **state)
 	size_t i, n;
 
 	fc_key(c);
-	snprintf(text, sizeof(text), "JOIN 2 job n0 %s 4 2 3 0 r a 1 new 0",
+	snprintf(text, sizeof(text), "JOIN 3 job n0 %s 4 2 3 0 r a 1 new 0",
 	    c->cnonce);
 	seal(c, text, line, sizeof(line));
 	n = strlen(line);
@@ -870,6 +875,64 @@ test_recovery_timeout(void **state)
 	expect_none(&fx->c[0]);
 	advance(fx, 1);
 	expect(&fx->c[0], "RESTART 4");
+}
+
+/*
+ * A member told to restart that is not heard from may still run its
+ * workers until its lease is over: the new round must not give its ranks
+ * away before then, --recovery-timeout or not.
+ */
+static void
+test_lease_holds_ranks(void **state)
+{
+	struct fx *fx;
+
+	(void)state;
+	fx_lease_ms = LEASE;
+	fx = fx_new(4);
+	fx_lease_ms = 0;
+	two_running(fx);
+	fx->c[1].silent = true;		/* cut off: n1 hears and says nothing */
+	expect(join(fx, 2, "new"), "JOINED 1 1 0");
+	expect(&fx->c[0], "RESTART 1");
+	expect(join(fx, 0, "new"), "JOINED 1 2 0");
+	advance(fx, RECOVERY);
+	expect_none(&fx->c[0]);
+	expect_none(&fx->c[2]);
+	assert_false(fx->c[1].closed);
+	/* n1's lease is over: it is dropped, and its ranks may go. */
+	advance(fx, LEASE - RECOVERY);
+	assert_true(fx->c[1].closed);
+	expect(&fx->c[0], "ROUND 1 0 2 0 8 0 8 n0 29500");
+	expect(&fx->c[2], "ROUND 1 1 2 4 8 4 8 n0 29500");
+	rdzv_server_free(fx->srv);
+	free(fx);
+}
+
+/* After a restart of the server, nobody's ranks go for a lease. */
+static void
+test_lease_after_restart(void **state)
+{
+	struct fx *fx;
+
+	(void)state;
+	fx_lease_ms = LEASE;
+	fx = fx_new(4);
+	fx_lease_ms = 0;
+	/* Two nodes of round 3 come back as new (their workers failed). */
+	fc_connect(fx, 0);
+	join_full(fx, &fx->c[0], "job", "n0", 4, "default", "new 4");
+	expect(&fx->c[0], "JOINED 4 1 0");
+	fc_connect(fx, 1);
+	join_full(fx, &fx->c[1], "job", "n1", 4, "default", "new 4");
+	expect(&fx->c[1], "JOINED 4 2 0");
+	expect_none(&fx->c[0]);
+	advance(fx, LEASE - HB);
+	expect_none(&fx->c[0]);
+	advance(fx, HB);
+	expect(&fx->c[0], "ROUND 4 0 2 0 8 0 8 n0 29500");
+	rdzv_server_free(fx->srv);
+	free(fx);
 }
 
 static void
@@ -1078,6 +1141,8 @@ main(void)
 		T(test_unauth_pool),
 		T(test_max_clients),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_lease_holds_ranks),
+		cmocka_unit_test(test_lease_after_restart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,7 @@
 
 #define MAC_A	"5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
 #define NONCE	"0123456789abcdef0123456789abcdef"
-#define JOIN_HEAD	"JOIN 2 job-1 node.a " NONCE
+#define JOIN_HEAD	"JOIN 3 job-1 node.a " NONCE
 
 /* Format, parse back, format again: the same line both times. */
 static void
@@ -49,7 +49,8 @@ test_round_trips(void **state)
 	m.u.hello.version = 1;
 	strlcpy(m.u.hello.nonce, NONCE, sizeof(m.u.hello.nonce));
 	m.u.hello.heartbeat_ms = 500;
-	round_trip(&m, "ESV-RDZV 1 " NONCE " 500\n");
+	m.u.hello.lease_ms = 2500;
+	round_trip(&m, "ESV-RDZV 1 " NONCE " 500 2500\n");
 
 	memset(&m, 0, sizeof(m));
 	m.verb = RV_ROUND;
@@ -73,7 +74,7 @@ test_round_trips(void **state)
 
 	memset(&m, 0, sizeof(m));
 	m.verb = RV_JOIN;
-	m.u.join = (struct rdzv_join){ 2, "job-1", "node.a", NONCE, 4, 2, 3,
+	m.u.join = (struct rdzv_join){ 3, "job-1", "node.a", NONCE, 4, 2, 3,
 	    0, "trainer", "fe80::1%eth0", 29500, RS_NEW, 0, 0, 0 };
 	round_trip(&m, JOIN_HEAD " 4 2 3 0 trainer fe80::1%eth0 29500 new 0\n");
 	m.u.join.state = RS_RUNNING;
@@ -104,6 +105,10 @@ test_round_trips(void **state)
 	round_trip(&m, "CLOSE\n");
 	m.verb = RV_PING;
 	round_trip(&m, "PING\n");
+	/* esv-rdzv's PING acknowledges the node's lines (its lease). */
+	m.u.ping.has_ack = true;
+	m.u.ping.acked = 17;
+	round_trip(&m, "PING 17\n");
 }
 
 static void
@@ -145,7 +150,7 @@ static const struct bad bad_lines[] = {
 	{ "\n", "empty line" },
 	{ "HELLO", "unknown verb" },
 	{ "ping", "unknown verb" },
-	{ "PING ", "PING: 1 fields, expected 0" },
+	{ "PING ", "PING: field 1 (acked): not a number" },
 	{ "PING\r", "control" },
 	{ "PING\x01", "control" },
 	{ "PING \xc3\xa9", "non-ASCII" },
@@ -155,9 +160,10 @@ static const struct bad bad_lines[] = {
 	{ "RESTART 1 2", "RESTART: 2 fields, expected 1" },
 	{ "BARRIER 99999999999", "BARRIER: field 1 (round): not a number" },
 	{ "BARRIER  1", "BARRIER: 2 fields" },
-	{ "ESV-RDZV 1 0123 500", "ESV-RDZV: field 2 (nonce): not 32" },
-	{ "ESV-RDZV 1 " NONCE " 0", "field 3 (heartbeat_ms): not a number in "
+	{ "ESV-RDZV 1 0123 500 0", "ESV-RDZV: field 2 (nonce): not 32" },
+	{ "ESV-RDZV 1 " NONCE " 0 0", "field 3 (heartbeat_ms): not a number in "
 	    "1..3600000" },
+	{ "ESV-RDZV 3 " NONCE " 300", "ESV-RDZV: 3 fields, expected 4" },
 	{ "ROUND 0 2 2 0 8 0 8 a 1", "ROUND: a rank is not below its size" },
 	{ "ROUND 0 0 1 8 8 0 8 a 1", "ROUND: a rank is not below its size" },
 	{ "ROUND 0 0 1 0 8 0 8 a 0", "field 9 (master_port): not a number in "
@@ -190,14 +196,14 @@ static const struct bad bad_lines[] = {
 	    "(group_world_size)" },
 	{ "JOIN x job-1 node.a " NONCE " 4 2 3 0 r a 1 new 0", "field 1 "
 	    "(version)" },
-	{ "JOIN 2 job/1 node.a " NONCE " 4 2 3 0 r a 1 new 0", "field 2 "
+	{ "JOIN 3 job/1 node.a " NONCE " 4 2 3 0 r a 1 new 0", "field 2 "
 	    "(run_id): not a name" },
-	{ "JOIN 2 job-1 node a " NONCE " 4 2 3 0 r a 1 new 0", "JOIN: 14 fields" },
-	{ "JOIN 2 job-1 node.a " MAC_A " 4 2 3 0 r a 1 new 0", "field 4 (cnonce): "
+	{ "JOIN 3 job-1 node a " NONCE " 4 2 3 0 r a 1 new 0", "JOIN: 14 fields" },
+	{ "JOIN 3 job-1 node.a " MAC_A " 4 2 3 0 r a 1 new 0", "field 4 (cnonce): "
 	    "not 32 lowercase hex digits" },
-	{ "JOIN 2 job-1 node.a 0123456789ABCDEF0123456789abcdef"
+	{ "JOIN 3 job-1 node.a 0123456789ABCDEF0123456789abcdef"
 	    " 4 2 3 0 r a 1 new 0", "field 4 (cnonce)" },
-	{ "JOIN 2 job-1 node.a " NONCE " 4 2 3 0 r a 1 new 1 2 3 4 5 6 7 8 9",
+	{ "JOIN 3 job-1 node.a " NONCE " 4 2 3 0 r a 1 new 1 2 3 4 5 6 7 8 9",
 	    "JOIN: 17 fields" },
 };
 
