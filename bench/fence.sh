@@ -29,32 +29,12 @@ export FENCE_N=${FENCE_N:-${1:-50}} FENCE_SEED=${FENCE_SEED:-${2:-$$}}
 esv_setup $((FENCE_N * 60 + 120))
 . "$ESV_TEST_DIR/rdzv.sh"
 . "$ESV_TEST_DIR/netbed.sh"
+. "$ESV_TEST_DIR/fencebed.sh"
 RANDOM=$FENCE_SEED
 echo "bench/fence.sh: $FENCE_N iterations, seed $FENCE_SEED, $(date -u '+%F %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-bed_init
-bed_host rz
 nodes=(a b c)
-for n in "${nodes[@]}"; do
-	bed_host $n
-done
-make_token "$T/token"
-ep=$(bed_addr rz):29400
-bed_run rz "$RDZV" --listen "$ep" --token-file "$T/token" \
-    >"$T/rdzv.out" 2>"$T/rdzv.err" </dev/null &
-wait_for -t 10 grep -q '^listening ' "$T/rdzv.out" ||
-    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
-for n in "${nodes[@]}"; do
-	REC=$T/rec RZ_NODE=$n RZ_STOP_FLAG=$T/stop \
-	    FENCE_STUBBORN=$T/stubborn.$n bed_sup "$n" "$T/$n" \
-	    --rdzv-backend esv --rdzv-endpoint "$ep" --rdzv-id fencebench \
-	    --nnodes 2:3 --nproc-per-node 2 \
-	    --rdzv-conf "token_file=$T/token,last_call_timeout=1s,join_timeout=600s" \
-	    --shutdown-timeout 60s --no-python -- "$WORKERS/fence_worker.sh"
-	eval "pid_$n=\$SUP_PID"
-done
-wait_for -t 30 eval '[ "$(count_lines "$T/rec" " world=6 ")" -ge 6 ]' ||
-    fail "no round of 3 nodes: $(cat "$T/a.err" "$T/rdzv.err")"
+fence_bed fencebench 600s
 
 # ms between t0 and the first (first) or last (last) time of event ev in
 # events.jsonl files, after t0.

@@ -11,11 +11,16 @@
 #   BENCH_SIZES          worker counts for launch and memory ("4 64 256")
 #   BENCH_RESTART_SIZES  worker counts for restart and reaction ("4 64 256")
 #   BENCH_TOOLS          subset of "floor spawnfloor spawnfloor-cg esv esv-nocg
-#                        torchrun" (esv-nocg: esv with --cgroups=false; "esv
+#                        esv-before torchrun" (esv-before: the esv-supervise
+#                        of BENCH_BEFORE_BIN_DIR, an older build, measured
+#                        in the same run, paired with esv: "esv esv-before"
+#                        prints what a change costs; esv-nocg: esv with
+#                        --cgroups=false; "esv
 #                        esv-nocg" prints what cgroup containment costs;
 #                        spawnfloor-cg: the spawn floor with each worker born
 #                        in a cgroup of its own, as esv does; beside
 #                        spawnfloor the least a cgroup per worker costs)
+#   BENCH_BEFORE_BIN_DIR where esv-before's esv-supervise is
 #   BENCH_FAIL_MS        how long the group runs before a worker fails (200)
 #   BENCH_KEEP           keep the per-run stamps and logs in this directory
 set -eu
@@ -32,6 +37,7 @@ cc_bench "$bench/stamp_worker.c" "$work/stamp_worker"
 cc_bench "$bench/floor.c" "$work/floor" -I"$root/supervisor" \
     "$root/supervisor/clone_into.c"
 
+export BENCH_BEFORE_BIN_DIR=${BENCH_BEFORE_BIN_DIR:-}
 export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \
     BENCH_RESTART_SIZES BENCH_TOOLS BENCH_FAIL_MS BENCH_PYTHON=$python
 
@@ -57,6 +63,8 @@ TOOLS = os.environ["BENCH_TOOLS"].split()
 WORKER = os.path.join(WORK, "stamp_worker")
 FLOOR = os.path.join(WORK, "floor")
 ESV = os.path.join(os.environ["ESV_BIN_DIR"], "esv-supervise")
+ESV_BEFORE = os.path.join(os.environ["BENCH_BEFORE_BIN_DIR"] or "/nonexistent",
+                          "esv-supervise")
 SHIM = os.path.join(BENCH, "torchrun_shim.py")
 FAIL_MS = int(os.environ["BENCH_FAIL_MS"])
 KEEP = os.environ.get("BENCH_KEEP", "") != ""
@@ -111,6 +119,10 @@ if ("esv" in TOOLS or "esv-nocg" in TOOLS) and not os.access(ESV, os.X_OK):
     print(f"note: {ESV} not found or not executable: esv not measured "
           "(set ESV_BIN_DIR)", file=sys.stderr)
     TOOLS = [t for t in TOOLS if t not in ("esv", "esv-nocg")]
+if "esv-before" in TOOLS and not os.access(ESV_BEFORE, os.X_OK):
+    print(f"note: {ESV_BEFORE} not found or not executable: esv-before not "
+          "measured (set BENCH_BEFORE_BIN_DIR)", file=sys.stderr)
+    TOOLS = [t for t in TOOLS if t != "esv-before"]
 run_seq = 0
 
 from benchlib import children, fstype, loadavg, read_stamps  # noqa: E402
@@ -131,9 +143,10 @@ def command(tool, n, rundir, mode):
         return [FLOOR, "--spawn"] + again + [str(n), WORKER]
     if tool == "spawnfloor-cg":
         return [FLOOR, "--cgroup", CGFLOOR] + again + [str(n), WORKER]
-    if tool in ("esv", "esv-nocg"):
+    if tool in ("esv", "esv-nocg", "esv-before"):
         cg = ["--cgroups=false"] if tool == "esv-nocg" else []
-        return [ESV, "--nproc-per-node", str(n), "--no-python",
+        return [ESV_BEFORE if tool == "esv-before" else ESV,
+                "--nproc-per-node", str(n), "--no-python",
                 "--max-restarts", "1"] + cg + [os.path.join(rundir, "job"),
                 "--", WORKER]
     # 1.13's argparse only knows the underscore spellings.
@@ -408,8 +421,8 @@ def paired_cost(on_rows, off_rows, key):
     return statistics.median(r), r[k], r[len(r) - 1 - k]
 
 
-def cgroup_table(launch, fail, on_tool="esv", off_tool="esv-nocg"):
-    """A tool with cgroup containment against it without, same run."""
+def paired_table(launch, fail, on_tool="esv", off_tool="esv-nocg"):
+    """One tool against another, paired run by run in the same run."""
     get = lambda d, t, n, k: med(d.get((t, n), []), k)
     pct = lambda v: "n/a" if v is None else f"{v * 100:+.1f} %"
     rows = []
@@ -476,11 +489,15 @@ print(f"load average (1, 5, 15 min) before: {load_before}, after: "
 print(table(launch, fail))
 if "esv" in TOOLS and "esv-nocg" in TOOLS:
     print("\ncgroup containment (esv) against none (esv --cgroups=false):")
-    print(cgroup_table(launch, fail))
+    print(paired_table(launch, fail))
+if "esv" in TOOLS and "esv-before" in TOOLS:
+    print(f"\nthis build (esv, {ESV}) against the one before (esv-before, "
+          f"{ESV_BEFORE}):")
+    print(paired_table(launch, fail, "esv", "esv-before"))
 if "spawnfloor" in TOOLS and "spawnfloor-cg" in TOOLS:
     print("\nthe floor's: each worker born in a cgroup of its own "
           "(spawnfloor-cg) against not (spawnfloor):")
-    print(cgroup_table(launch, fail, "spawnfloor-cg", "spawnfloor"))
+    print(paired_table(launch, fail, "spawnfloor-cg", "spawnfloor"))
 print("\nper-run values:")
 print(raw(launch, fail))
 for n in notes:

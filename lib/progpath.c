@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -36,8 +37,13 @@ prog_path(const char *name, const char *subdir, const char *envvar,
 	strlcpy(buf, name, len);
 }
 
-int
-prog_spawn(char *const argv[], int fd3, bool stdout_to_stderr, pid_t *pid)
+/*
+ * logfd -1: our stdin and stderr, and stdout onto stderr if asked;
+ * otherwise stdin /dev/null and stdout and stderr onto logfd.
+ */
+static int
+spawn(char *const argv[], int fd3, bool stdout_to_stderr, int logfd,
+    pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -50,12 +56,32 @@ prog_spawn(char *const argv[], int fd3, bool stdout_to_stderr, pid_t *pid)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
 	    POSIX_SPAWN_SETSIGMASK);
 	posix_spawn_file_actions_init(&fa);
+	/* fd3 and logfd are 3 or above: 0, 1 and 2 are always open here. */
 	e = posix_spawn_file_actions_adddup2(&fa, fd3, 3);
-	if (e == 0 && stdout_to_stderr)
+	if (e == 0 && logfd != -1) {
+		e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+		    O_RDONLY, 0);
+		if (e == 0)
+			e = posix_spawn_file_actions_adddup2(&fa, logfd, 1);
+		if (e == 0)
+			e = posix_spawn_file_actions_adddup2(&fa, logfd, 2);
+	} else if (e == 0 && stdout_to_stderr)
 		e = posix_spawn_file_actions_adddup2(&fa, 2, 1);
 	if (e == 0)
 		e = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	return e;
+}
+
+int
+prog_spawn(char *const argv[], int fd3, bool stdout_to_stderr, pid_t *pid)
+{
+	return spawn(argv, fd3, stdout_to_stderr, -1, pid);
+}
+
+int
+prog_spawn_logged(char *const argv[], int fd3, int logfd, pid_t *pid)
+{
+	return spawn(argv, fd3, false, logfd, pid);
 }

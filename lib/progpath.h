@@ -22,5 +22,11 @@ void	prog_path(const char *name, const char *subdir, const char *envvar,
  */
 int	prog_spawn(char *const argv[], int fd3, bool stdout_to_stderr,
 	    pid_t *pid);
+/*
+ * The same for a daemon that must hold none of our stdio (it may outlive
+ * a moment of ours, and a batch system waits for every holder of a step's
+ * output): stdin /dev/null, stdout and stderr onto logfd.
+ */
+int	prog_spawn_logged(char *const argv[], int fd3, int logfd, pid_t *pid);
 
 #endif

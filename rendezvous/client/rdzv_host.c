@@ -3,7 +3,6 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include "progpath.h"
 #include "rdzv_host.h"
 
-extern char **environ;
 
 
 /*
@@ -41,11 +39,8 @@ static int
 spawn_server(int lfd, const struct rdzv_host_args *ha, pid_t *pid,
     char *err, size_t errlen)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
 	char path[PATH_MAX], parent[32], lease[32];
 	char *argv[18];
-	sigset_t none;
 	int a = 0, logfd, e;
 
 	prog_path("esv-rdzv", "rendezvous", "ESV_RDZV", path, sizeof(path));
@@ -76,25 +71,7 @@ spawn_server(int lfd, const struct rdzv_host_args *ha, pid_t *pid,
 		    strerror(errno));
 		return -1;
 	}
-	sigemptyset(&none);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
-	    POSIX_SPAWN_SETSIGMASK);
-	posix_spawn_file_actions_init(&fa);
-	/* Ours are open (sanitize_fds): lfd and logfd are 3 or above. */
-	e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
-	    0);
-	if (e == 0)
-		e = posix_spawn_file_actions_adddup2(&fa, logfd, 1);
-	if (e == 0)
-		e = posix_spawn_file_actions_adddup2(&fa, logfd, 2);
-	if (e == 0)
-		e = posix_spawn_file_actions_adddup2(&fa, lfd, 3);
-	if (e == 0)
-		e = posix_spawn(pid, path, &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+	e = prog_spawn_logged(argv, lfd, logfd, pid);
 	close(logfd);
 	if (e != 0) {
 		snprintf(err, errlen, "unable to start %s: %s", path,

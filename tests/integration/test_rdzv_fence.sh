@@ -18,34 +18,9 @@
 esv_setup 150
 . "$ESV_TEST_DIR/rdzv.sh"
 . "$ESV_TEST_DIR/netbed.sh"
+. "$ESV_TEST_DIR/fencebed.sh"
 
-bed_init
-bed_host rz
-for n in a b c; do
-	bed_host $n
-done
-make_token "$T/token"
-ep=$(bed_addr rz):29400
-bed_run rz "$RDZV" --listen "$ep" --token-file "$T/token" \
-    >"$T/rdzv.out" 2>"$T/rdzv.err" </dev/null &
-wait_for -t 10 grep -q '^listening ' "$T/rdzv.out" ||
-    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
-
-fnode()
-{
-	REC=$T/rec RZ_NODE=$1 RZ_STOP_FLAG=$T/stop \
-	    FENCE_STUBBORN=$T/stubborn.$1 bed_sup "$1" "$T/$1" \
-	    --rdzv-backend esv --rdzv-endpoint "$ep" --rdzv-id fencejob \
-	    --nnodes 2:3 --nproc-per-node 2 \
-	    --rdzv-conf "token_file=$T/token,last_call_timeout=1s,join_timeout=60s" \
-	    --shutdown-timeout 60s --no-python -- "$WORKERS/fence_worker.sh"
-	eval "pid_$1=\$SUP_PID"
-}
-for n in a b c; do
-	fnode $n
-done
-wait_for -t 30 eval '[ "$(count_lines "$T/rec" " world=6 ")" -ge 6 ]' ||
-    fail "no round of 3 nodes: $(cat "$T/a.err" "$T/rdzv.err")"
+fence_bed fencejob 60s
 cut=$(sed -n 's/^start node=\([a-c]\) rank=0 world=6 .*/\1/p' "$T/rec")
 [ -n "$cut" ] || fail "nobody holds rank 0: $(cat "$T/rec")"
 alive=()

@@ -17,31 +17,11 @@
 esv_setup 150
 . "$ESV_TEST_DIR/rdzv.sh"
 . "$ESV_TEST_DIR/netbed.sh"
+. "$ESV_TEST_DIR/fencebed.sh"
 command -v nft >/dev/null || skip "nft(8) is not installed"
 
-bed_init
-bed_host rz
-for n in a b c; do
-	bed_host $n
-done
-make_token "$T/token"
+fence_bed onewayjob 60s
 rz=$(bed_addr rz)
-ep=$rz:29400
-bed_run rz "$RDZV" --listen "$ep" --token-file "$T/token" \
-    >"$T/rdzv.out" 2>"$T/rdzv.err" </dev/null &
-wait_for -t 10 grep -q '^listening ' "$T/rdzv.out" ||
-    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
-for n in a b c; do
-	REC=$T/rec RZ_NODE=$n RZ_STOP_FLAG=$T/stop \
-	    FENCE_STUBBORN=$T/stubborn.$n bed_sup "$n" "$T/$n" \
-	    --rdzv-backend esv --rdzv-endpoint "$ep" --rdzv-id onewayjob \
-	    --nnodes 2:3 --nproc-per-node 2 \
-	    --rdzv-conf "token_file=$T/token,last_call_timeout=1s,join_timeout=60s" \
-	    --shutdown-timeout 60s --no-python -- "$WORKERS/fence_worker.sh"
-	eval "pid_$n=\$SUP_PID"
-done
-wait_for -t 30 eval '[ "$(count_lines "$T/rec" " world=6 ")" -ge 6 ]' ||
-    fail "no round of 3 nodes: $(cat "$T/a.err" "$T/rdzv.err")"
 
 # oneway NODE input|output: drop what NODE receives from, or sends to,
 # esv-rdzv; then check and heal as the header says.
