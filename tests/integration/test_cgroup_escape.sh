@@ -19,6 +19,12 @@ start_job()
 	start_sup "$1" --no-python --nproc-per-node 2 --shutdown-timeout 5s "${@:2}" -- "$PY" "$ESC" "$T/rec"
 	wait_for -t 20 eval '[ -n "$(nth_pid "$T/rec" 1)" ]' ||
 	    fail "no escaped grandchild: $(cat "$SUP_ERR")"
+	# The workers can write before the supervisor's first state does (a
+	# static round spawns first; a clean clone's CI read an empty
+	# containment under load and skipped, then failed under ASan).
+	JOB=$1
+	wait_for -t 20 eval '[ -n "$(kv "$JOB/supervise/state" containment)" ]' ||
+	    fail "no containment in $JOB/supervise/state: $(cat "$SUP_ERR")"
 }
 
 note "the job's cgroup"
