@@ -1273,6 +1273,15 @@ group_reap(struct supervisor *sv)
 	pid_t pid;
 	bool done;
 
+	/*
+	 * Has the round ended first?  A supervisor woken from a stall finds
+	 * its workers' exits and the rendezvous's news at once: exits that
+	 * followed the end of the round (the lease ran out, the server
+	 * dropped us or restarted the round, and the peers vanished) are a
+	 * membership stop, not a failure.  So the rendezvous speaks first.
+	 */
+	if (sv->state == G_RUNNING)
+		rdzv_check(&sv->rz);
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == sv->guardian_pid) {
 			guardian_died(sv);

@@ -92,6 +92,7 @@ struct supervisor {
 	unsigned		 log_lines_lost, log_lines_lost_said;
 	bool			 logs_failing;
 	pid_t			 guardian_pid;
+	long long		 guard_lease;	/* told it: "@" (mono_ms) */
 
 	/* esv-watchdogd (run_watchdogd.c), when file timers are on. */
 	pid_t			 wd_pid;
@@ -378,6 +379,10 @@ void	hostname_start(struct supervisor *sv);
 void	guardian_start(struct supervisor *sv);
 void	guardian_add(struct supervisor *sv, pid_t pgid);
 void	guardian_drop(struct supervisor *sv, pid_t pgid);
+/* A group that is no worker's: killed with the job, not at the lease's end. */
+void	guardian_add_spare(struct supervisor *sv, pid_t pgid);
+/* The workers' lease ends at kill_at_ms (mono_ms; 0: none): told at once. */
+void	guardian_lease(struct supervisor *sv, long long kill_at_ms);
 void	guardian_flush(struct supervisor *sv);
 void	guardian_died(struct supervisor *sv);
 
