@@ -145,6 +145,13 @@ struct supervisor {
 	int			 stop_signal;	/* signal that began the stop */
 	int			 kill_phase;	/* 0 signalled, 1 SIGKILLed */
 	long long		 kill_at;	/* mono ms of the stop's SIGKILL */
+	/*
+	 * A stop for a failure waits for its verdict (group.c, verdict_wait):
+	 * failed_at, the first failure's mono ms; verdict_pending, the
+	 * workers are gone and the wait is on.
+	 */
+	long long		 failed_at;
+	bool			 verdict_pending;
 	bool			 fenced;	/* kill_at: the lease's end */
 	double			 since;
 	long long		 attempt_started_ms;
