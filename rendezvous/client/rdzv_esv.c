@@ -98,7 +98,8 @@ struct esv {
 	uint8_t			 key[RDZV_KEY_LEN];	/* of this connection */
 	uint64_t		 seq_in, seq_out;
 	bool			 proven;	/* a line of the server's held */
-	unsigned		 hb_ms;
+	unsigned		 hb_ms;		/* our PINGs */
+	unsigned		 srv_hb_ms;	/* the server's */
 	char			 in[RDZV_LINE_MAX];
 	size_t			 inlen;
 	char			 out[OUT_MAX];
@@ -636,7 +637,7 @@ on_greeting(struct esv *e, const struct rdzv_msg *m)
 	rdzv_session_key(e->token, m->u.hello.nonce, e->cnonce, e->key);
 	e->seq_in = e->seq_out = 0;
 	e->proven = false;
-	e->hb_ms = m->u.hello.heartbeat_ms;
+	e->hb_ms = e->srv_hb_ms = m->u.hello.heartbeat_ms;
 	if (!e->via_helper) {
 		/* The shorter of ours and the server's; a few PINGs each. */
 		e->lease_ms = rdzv_lease_ms(&e->cfg->rdzv, 0);
@@ -1151,6 +1152,14 @@ hold_conn(const struct esv *e)
 	return e->live && !e->via_helper && e->lease_ms > 0;
 }
 
+/* The server is gone after three of its heartbeats without a line. */
+static long long
+silence_ms(const struct esv *e)
+{
+	return 3 * (long long)(e->srv_hb_ms > e->hb_ms ? e->srv_hb_ms :
+	    e->hb_ms);
+}
+
 static void
 rearm(struct esv *e)
 {
@@ -1162,7 +1171,7 @@ rearm(struct esv *e)
 		at = earliest(at, e->renewed + e->lease_ms - e->grace_ms);
 	if (e->conn != C_DOWN && e->conn != C_RESOLVING && e->hb_ms > 0) {
 		if (!hold_conn(e))
-			at = earliest(at, e->last_rx + 3 * (long long)e->hb_ms);
+			at = earliest(at, e->last_rx + silence_ms(e));
 		if (e->conn == C_UP)
 			at = earliest(at, e->last_tx + e->hb_ms);
 	}
@@ -1225,7 +1234,7 @@ on_timer(struct watch *w, uint32_t events)
 		return;
 	}
 	if (e->hb_ms > 0 && !hold_conn(e) &&
-	    now >= e->last_rx + 3 * (long long)e->hb_ms) {
+	    now >= e->last_rx + silence_ms(e)) {
 		conn_lost(e, "heartbeat lost");
 		return;
 	}
