@@ -16,7 +16,7 @@ guard_line_done(struct guard_reader *r,
 	for (i = 1; i < r->len; i++) {
 		if (r->line[i] < '0' || r->line[i] > '9')
 			return;
-		if (pg > (LLONG_MAX - 9) / 10)
+		if (pg > (LLONG_MAX - (r->line[i] - '0')) / 10)
 			return;
 		pg = pg * 10 + (r->line[i] - '0');
 		if (pg > INT_MAX && r->line[0] != '@')
