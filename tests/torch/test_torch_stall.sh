@@ -1,8 +1,8 @@
 #!/bin/bash
 # Real PyTorch through a stall (esv-supervise(8), Stalls): 2 nodes x 2
 # gloo workers, --nnodes 2 --max-restarts 0; the supervisor of the store
-# host (group rank 0) is stopped for 3 s mid-run while its workers and
-# its esv-stored run on.  Its lease runs out (its guardian kills its
+# host (group rank 0) is stopped mid-run for 1.4 s, then the next round's
+# for 3 s, while its workers and its esv-stored run on.  Its lease runs out (its guardian kills its
 # workers), the other node's all_reduce fails on the lost peers, and
 # esv-rdzv ends the round: a membership change on both nodes, no failure
 # counted.  The job must go on with a new round of 4 ranks, good sums,
@@ -35,16 +35,27 @@ tnode a
 tnode b
 wait_for -t 90 eval '[ "$(good 4)" -ge 4 ]' ||
     fail "no round of 4 ranks: $(cat "$T/rec" "$T/a.err" "$T/b.err" 2>&1)"
-host=$(sed -n 's/^node=\([ab]\) .*group_rank=0 .*/\1/p' "$T/rec" | head -1)
-eval "hpid=\$pid_$host"
-note "$host (the store host) stopped for 3 s"
-kill -STOP "$hpid"
-stopped=$EPOCHREALTIME
-# The stall itself: the fault, not a wait for an event.
-sleep_until "$(awk -v t="$stopped" 'BEGIN { printf "%.3f", t + 3 }')"
-kill -CONT "$hpid"
-wait_for -t 120 eval '[ "$(good 4)" -ge 8 ]' ||
-    fail "no new round of 4 after the stall: $(cat "$T/rec" "$T/a.err" "$T/b.err" 2>&1)"
+# Stop the store host of the latest round for $1 s; then a new round of 4
+# ranks must run, with good sums.
+stall()
+{
+	local host hpid stopped want=$(($(good 4) + 4))
+	host=$(sed -n 's/^node=\([ab]\) .*group_rank=0 .*/\1/p' "$T/rec" | tail -1)
+	eval "hpid=\$pid_$host"
+	note "$host (the store host) stopped for $1 s"
+	kill -STOP "$hpid"
+	stopped=$EPOCHREALTIME
+	# The stall itself: the fault, not a wait for an event.
+	sleep_until "$(awk -v t="$stopped" -v s="$1" 'BEGIN { printf "%.3f", t + s }')"
+	kill -CONT "$hpid"
+	wait_for -t 120 eval '[ "$(good 4)" -ge '"$want"' ]' ||
+	    fail "no new round of 4 after the stall: $(cat "$T/rec" "$T/a.err" "$T/b.err" 2>&1)"
+}
+# Just past the lease less the grace: the stopped node fences on waking,
+# and the other's all_reduce fails before esv-rdzv ends the round.
+stall 1.4
+# Past the server's drop.
+stall 3
 touch "$T/stop"
 for n in a b; do
 	eval "p=\$pid_$n"
@@ -54,5 +65,5 @@ for n in a b; do
 	    "$n's events"
 done
 assert_eq "$(count_lines "$T/rec" 'ok=0')" 0 "bad sums"
-assert_eq "$(count_lines "$T/rec" ' world=4 ')" 8 "rank starts: two rounds of 4"
+assert_eq "$(count_lines "$T/rec" ' world=4 ')" 12 "rank starts: three rounds of 4"
 exit 0
