@@ -565,7 +565,9 @@ static void after_stop_next(struct supervisor *sv, enum stop_reason why);
 static long long
 verdict_ms(struct supervisor *sv)
 {
-	if (strcmp(sv->cfg->rdzv_backend, "esv") != 0)
+	/* Alone in its job (--standalone, one node), a node has no peers. */
+	if (strcmp(sv->cfg->rdzv_backend, "esv") != 0 ||
+	    sv->rzp.nnodes_max <= 1)
 		return 0;
 	return rdzv_lease_ms(&sv->rzp.rdzv, 0);
 }

@@ -69,4 +69,9 @@ for n in a b; do
 	assert_eq "$(starts "node=$n")" 6 "$n's worker starts"
 done
 assert_eq "$(starts .)" 12 "worker starts"
+# The guardian kills the stopped node's workers (L - G/4) before esv-rdzv
+# drops it (L + G/2): the other's workers fail first, and their failures
+# are the round's end.
+cat "$T/a/events.jsonl" "$T/b/events.jsonl" | grep -q '"event":"rdzv.superseded"' ||
+    fail "no rdzv.superseded event on either node"
 exit 0
