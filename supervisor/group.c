@@ -504,6 +504,7 @@ void
 group_start(struct supervisor *sv)
 {
 	sv->have_round = false;
+	sv->verdict_pending = false;
 	group_enter(sv, G_JOINING);
 	if (store_prepare(sv) == -1)
 		fail_to_start(sv, "no port for the agent store");
@@ -552,6 +553,73 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 	supervisor_exit(sv, ESV_EXIT_FAILED);
 }
 
+static void after_stop_next(struct supervisor *sv, enum stop_reason why);
+
+/*
+ * How long after a failure the round's end may still come, caused by
+ * it.  A peer node whose lease runs out (a stall, a cut) kills its
+ * workers before esv-rdzv drops it (a grace and a half later, at most
+ * a heartbeat more) or hears it join again; ours, whose connections to
+ * them end, fail in between, as gloo's do.  A lease covers that.
+ */
+static long long
+verdict_ms(struct supervisor *sv)
+{
+	/* Alone in its job (--standalone, one node), a node has no peers. */
+	if (strcmp(sv->cfg->rdzv_backend, "esv") != 0 ||
+	    sv->rzp.nnodes_max <= 1)
+		return 0;
+	return rdzv_lease_ms(&sv->rzp.rdzv, 0);
+}
+
+/*
+ * The workers failed and are gone: is it a failure?  Only if the round
+ * does not end within verdict_ms of the first failure.
+ */
+static bool
+verdict_wait(struct supervisor *sv)
+{
+	long long now = mono_ms(), at = sv->failed_at + verdict_ms(sv);
+
+	if (sv->failed_at == 0 || now >= at || sv->want_exit)
+		return false;
+	sv->verdict_pending = true;
+	sv->stop_reason = STOP_FAILURE;
+	arm_deadline(sv, at - now);
+	return true;
+}
+
+/*
+ * The round ended while the group stopped for a failure that came with
+ * that end: peers gone, a store reset.  Not a failure of ours: no
+ * restart is counted, no failure summary, a new round as for any
+ * membership change.
+ */
+static void
+superseded(struct supervisor *sv)
+{
+	unsigned i;
+
+	info_msg("rendezvous: the round ended %lld ms after the first worker "
+	    "failure: a membership change, not a failure",
+	    mono_ms() - sv->failed_at);
+	events_log(sv, "rdzv.superseded", json_pack("{si sI}", "failures",
+	    (int)sv->nfailures, "after_ms",
+	    (json_int_t)(mono_ms() - sv->failed_at)));
+	for (i = 0; i < sv->nfailures; i++)
+		failure_free(&sv->failures[i]);
+	sv->nfailures = 0;
+	sv->failed_at = 0;
+	if (!sv->verdict_pending) {
+		sv->stop_reason = STOP_MEMBERSHIP;
+		return;
+	}
+	sv->verdict_pending = false;
+	sv->stop_reason = STOP_NONE;
+	arm_deadline(sv, -1);
+	after_stop_next(sv, STOP_MEMBERSHIP);
+}
+
 /* A node came or went: a new round, free of charge (torch's scale up/down). */
 void
 group_membership_changed(struct supervisor *sv)
@@ -560,6 +628,10 @@ group_membership_changed(struct supervisor *sv)
 	events_log(sv, "rdzv.membership", NULL);
 	if (sv->state == G_RUNNING)
 		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
+	else if (sv->stop_reason == STOP_FAILURE && sv->failed_at != 0 &&
+	    (sv->state == G_STOPPING || sv->verdict_pending) &&
+	    mono_ms() < sv->failed_at + verdict_ms(sv))
+		superseded(sv);
 }
 
 /*
@@ -579,6 +651,12 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 	    group_state_name(sv->state)));
 	if (sv->state == G_RUNNING)
 		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
+	/*
+	 * Past the end we told the guardian: it has killed the workers'
+	 * cgroup (we were stopped), so the next start needs new ones.
+	 */
+	if (sv->guard_lease > 0 && now >= sv->guard_lease)
+		cgroup_kill(sv);
 	if (sv->state != G_STOPPING || sv->alive == 0 || sv->kill_phase != 0 ||
 	    sv->draining || kill_at_ms >= sv->kill_at)
 		return;
@@ -874,6 +952,13 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 	if (signo != SIGCONT && signo != SIGKILL)
 		group_signal(sv, SIGCONT);	/* a paused group must hear it */
 	sv->paused = false;
+	/* A stop asked for while a verdict waits (a signal) ends the wait. */
+	if (sv->verdict_pending) {
+		sv->verdict_pending = false;
+		sv->failed_at = 0;
+	}
+	if (why == STOP_FAILURE && sv->failed_at == 0)
+		sv->failed_at = mono_ms();
 	sv->stop_reason = why;
 	sv->stop_signal = signo;
 	sv->kill_phase = signo == SIGKILL ? 1 : 0;
@@ -1053,6 +1138,9 @@ after_stop(struct supervisor *sv)
 static void
 after_stop_next(struct supervisor *sv, enum stop_reason why)
 {
+	if (why == STOP_FAILURE && verdict_wait(sv))
+		return;
+	sv->failed_at = 0;
 	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->restart_count,
 	    sv->cfg->max_restarts)) {
 	case NEXT_EXIT:
@@ -1273,6 +1361,15 @@ group_reap(struct supervisor *sv)
 	pid_t pid;
 	bool done;
 
+	/*
+	 * Has the round ended first?  A supervisor woken from a stall finds
+	 * its workers' exits and the rendezvous's news at once: exits that
+	 * followed the end of the round (the lease ran out, the server
+	 * dropped us or restarted the round, and the peers vanished) are a
+	 * membership stop, not a failure.  So the rendezvous speaks first.
+	 */
+	if (sv->state == G_RUNNING)
+		rdzv_check(&sv->rz);
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == sv->guardian_pid) {
 			guardian_died(sv);
@@ -1339,6 +1436,18 @@ group_timer(struct supervisor *sv)
 {
 	if (sv->draining) {
 		drain_step(sv);
+		return;
+	}
+	if (sv->verdict_pending) {
+		if (mono_ms() < sv->failed_at + verdict_ms(sv)) {
+			arm_deadline(sv, sv->failed_at + verdict_ms(sv) -
+			    mono_ms());
+			return;
+		}
+		sv->verdict_pending = false;
+		sv->stop_reason = STOP_NONE;
+		sv->failed_at = 0;
+		after_stop_next(sv, STOP_FAILURE);
 		return;
 	}
 	if (sv->state == G_BACKOFF) {

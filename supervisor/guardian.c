@@ -8,7 +8,16 @@
  * inherited, or by the worker's session they stayed in (holders.c).
  *
  * Protocol on its pipe (guardproto.h): "+<pgid>\n" records a group,
- * "-<pgid>\n" forgets it.  A worker writes its own "+" line, after setsid and before exec
+ * "-<pgid>\n" forgets it.
+ *
+ * It is also the backstop of the lease (esv-supervise(8), Leases): the
+ * supervisor fences its workers before their ranks may be given away,
+ * but a supervisor that is stopped (SIGSTOP, a debugger) fences nothing.
+ * So it tells us, at every renewal, when the workers must be dead
+ * ("@<ms>\n"); if that time comes with no later one, we SIGKILL the
+ * workers (their cgroup, their groups) but not the hosted esv-rdzv
+ * ("=<pgid>\n"), and stay.  The supervisor, going on, finds them dead
+ * and its lease over: a fence, as if it had done it.  A worker writes its own "+" line, after setsid and before exec
  * (group.c), so no worker runs a program unknown to the guardian.  EOF
  * means the supervisor is gone: SIGKILL every recorded group, and sweep
  * /proc until nothing of the job is left.  The esv-rdzv the supervisor
@@ -19,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +44,32 @@
 
 /* How long a private esv-rdzv may take to go on SIGTERM (a stopped one won't). */
 #define RDZV_GRACE_MS	1000
+#define SPARE_MAX	8	/* groups not killed at the lease's end */
+
+static pid_t	spare[SPARE_MAX];
+
+static void
+spare_set(pid_t pg, bool on)
+{
+	size_t i;
+
+	for (i = 0; i < SPARE_MAX; i++)
+		if (spare[i] == (on ? 0 : pg)) {
+			spare[i] = on ? pg : 0;
+			return;
+		}
+}
+
+static bool
+is_spare(pid_t pg)
+{
+	size_t i;
+
+	for (i = 0; i < SPARE_MAX; i++)
+		if (spare[i] == pg)
+			return true;
+	return false;
+}
 
 static void
 forget(struct sweep *s, pid_t pg)
@@ -52,10 +88,14 @@ on_line(void *ctx, char op, pid_t pg)
 {
 	struct sweep *s = ctx;
 
-	if (op == '+')
+	if (op == '+' || op == '=')
 		sweep_add_group(s, pg);
 	else
 		forget(s, pg);
+	if (op == '=')
+		spare_set(pg, true);
+	else if (op == '-' && is_spare(pg))
+		spare_set(pg, false);
 }
 
 /* write(2) of a short text to path; errors are the caller's to ignore. */
@@ -122,6 +162,25 @@ remove_job_cgroup(const char *job)
 	rmdir(job);
 }
 
+/* The workers' lease ran out and the supervisor did not stop them. */
+static void
+lease_kill(struct sweep *s, const char *cgjob)
+{
+	char path[PATH_MAX + 32];
+	size_t i;
+
+	warn_msg("guardian: the workers' lease ran out and the supervisor "
+	    "did not stop them (is it stopped?): SIGKILL to the workers");
+	if (cgjob[0] != '\0') {
+		snprintf(path, sizeof(path), "%s/workers/cgroup.kill", cgjob);
+		if (put(path, "1") == -1 && errno != ENOENT && errno != ENODEV)
+			warn_sys("guardian: unable to write %s", path);
+	}
+	for (i = 0; i < s->ngroups; i++)
+		if (!is_spare(s->groups[i]))
+			(void)kill(-s->groups[i], SIGKILL);
+}
+
 static void __attribute__((noreturn))
 guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino, const char *cgjob)
 {
@@ -145,6 +204,20 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino, const char *cgjob)
 	/* Our caller's session: a holder there is killed alone. */
 	s.spare_sid = getsid(0);
 	for (;;) {
+		long long now = mono_ms();
+		int t = -1;
+
+		if (gr.lease_end > 0)
+			t = gr.lease_end <= now ? 0 : gr.lease_end - now > INT_MAX ?
+			    INT_MAX : (int)(gr.lease_end - now);
+		if (t >= 0 && poll(&(struct pollfd){ .fd = rfd,
+		    .events = POLLIN }, 1, t) == 0) {
+			if (mono_ms() >= gr.lease_end) {
+				lease_kill(&s, cgjob);
+				gr.lease_end = 0;
+			}
+			continue;
+		}
 		r = read(rfd, buf, sizeof(buf));
 		if (r == -1 && errno == EINTR)
 			continue;
@@ -277,6 +350,27 @@ guardian_drop(struct supervisor *sv, pid_t pgid)
 	guardian_send(sv, '-', pgid);
 }
 
+void
+guardian_add_spare(struct supervisor *sv, pid_t pgid)
+{
+	guardian_send(sv, '=', pgid);
+}
+
+void
+guardian_lease(struct supervisor *sv, long long kill_at_ms)
+{
+	char line[GUARD_LINE_MAX];
+	size_t n;
+
+	sv->guard_lease = kill_at_ms > 0 ? kill_at_ms : 0;
+	n = guard_line_ll(line, '@', sv->guard_lease);
+	if (npending + n > sizeof(pending))
+		guardian_flush(sv);
+	memcpy(pending + npending, line, n);
+	npending += n;
+	guardian_flush(sv);
+}
+
 /* Someone killed the guardian: start another and tell it everything. */
 void
 guardian_died(struct supervisor *sv)
@@ -290,5 +384,7 @@ guardian_died(struct supervisor *sv)
 	for (i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].pgid > 1)
 			guardian_add(sv, sv->workers[i].pgid);
+	if (sv->guard_lease > 0)
+		guardian_lease(sv, sv->guard_lease);
 	guardian_flush(sv);
 }

@@ -11,14 +11,21 @@ guard_line_done(struct guard_reader *r,
 	size_t i;
 
 	if (r->overlong || r->len < 2 || (r->line[0] != '+' &&
-	    r->line[0] != '-'))
+	    r->line[0] != '-' && r->line[0] != '=' && r->line[0] != '@'))
 		return;
 	for (i = 1; i < r->len; i++) {
 		if (r->line[i] < '0' || r->line[i] > '9')
 			return;
-		pg = pg * 10 + (r->line[i] - '0');
-		if (pg > INT_MAX)
+		if (pg > (LLONG_MAX - (r->line[i] - '0')) / 10)
 			return;
+		pg = pg * 10 + (r->line[i] - '0');
+		if (pg > INT_MAX && r->line[0] != '@')
+			return;
+	}
+	if (r->line[0] == '@') {
+		r->lease_end = pg;
+		r->lease_new = 1;
+		return;
 	}
 	if (pg > 1)
 		fn(ctx, r->line[0], (pid_t)pg);

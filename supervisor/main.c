@@ -323,8 +323,15 @@ rdzv_host_changed(void *ctx, pid_t gone, pid_t started)
 	if (gone > 0)
 		guardian_drop(sv, gone);
 	if (started > 0)
-		guardian_add(sv, started);
+		guardian_add_spare(sv, started);
 	guardian_flush(sv);
+}
+
+/* The guardian's backstop for a supervisor stopped past the lease. */
+static void
+rdzv_lease(void *ctx, long long kill_at_ms)
+{
+	guardian_lease(ctx, kill_at_ms);
 }
 
 static void
@@ -334,7 +341,8 @@ setup_rendezvous(struct supervisor *sv)
 	    .membership_changed = rdzv_membership, .fenced = rdzv_fenced,
 	    .barrier_done = rdzv_barrier_done,
 	    .status_changed = rdzv_status_changed,
-	    .host_changed = rdzv_host_changed, .ctx = sv };
+	    .host_changed = rdzv_host_changed, .lease = rdzv_lease,
+	    .ctx = sv };
 	const struct job_config *cfg = sv->cfg;
 	struct rdzv_params *p = &sv->rzp;
 	char err[512];

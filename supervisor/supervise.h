@@ -92,6 +92,7 @@ struct supervisor {
 	unsigned		 log_lines_lost, log_lines_lost_said;
 	bool			 logs_failing;
 	pid_t			 guardian_pid;
+	long long		 guard_lease;	/* told it: "@" (mono_ms) */
 
 	/* esv-watchdogd (run_watchdogd.c), when file timers are on. */
 	pid_t			 wd_pid;
@@ -144,6 +145,13 @@ struct supervisor {
 	int			 stop_signal;	/* signal that began the stop */
 	int			 kill_phase;	/* 0 signalled, 1 SIGKILLed */
 	long long		 kill_at;	/* mono ms of the stop's SIGKILL */
+	/*
+	 * A stop for a failure waits for its verdict (group.c, verdict_wait):
+	 * failed_at, the first failure's mono ms; verdict_pending, the
+	 * workers are gone and the wait is on.
+	 */
+	long long		 failed_at;
+	bool			 verdict_pending;
 	bool			 fenced;	/* kill_at: the lease's end */
 	double			 since;
 	long long		 attempt_started_ms;
@@ -378,6 +386,10 @@ void	hostname_start(struct supervisor *sv);
 void	guardian_start(struct supervisor *sv);
 void	guardian_add(struct supervisor *sv, pid_t pgid);
 void	guardian_drop(struct supervisor *sv, pid_t pgid);
+/* A group that is no worker's: killed with the job, not at the lease's end. */
+void	guardian_add_spare(struct supervisor *sv, pid_t pgid);
+/* The workers' lease ends at kill_at_ms (mono_ms; 0: none): told at once. */
+void	guardian_lease(struct supervisor *sv, long long kill_at_ms);
 void	guardian_flush(struct supervisor *sv);
 void	guardian_died(struct supervisor *sv);
 

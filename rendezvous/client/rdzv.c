@@ -84,6 +84,13 @@ rdzv_close(struct rdzv *rz, bool job_over)
 		rz->be->close(rz, job_over);
 }
 
+void
+rdzv_check(struct rdzv *rz)
+{
+	if (rz->be != NULL && rz->be->check != NULL)
+		rz->be->check(rz);
+}
+
 /* Bind port 0 and read back the port the kernel chose. */
 unsigned
 rdzv_free_port(const struct lookup_answer *a)

@@ -82,6 +82,13 @@ struct rdzv_callbacks {
 	 * job.  May be NULL.
 	 */
 	void	(*host_changed)(void *ctx, pid_t gone, pid_t started);
+	/*
+	 * The time (mono_ms) by which the workers must be dead unless the
+	 * lease is renewed again, told at every renewal; 0: no lease runs
+	 * (no workers, or no lease).  The supervisor's guardian kills them
+	 * then, should the supervisor be stopped.  May be NULL.
+	 */
+	void	(*lease)(void *ctx, long long kill_at_ms);
 	void	*ctx;
 };
 
@@ -106,6 +113,8 @@ struct rdzv_backend {
 	/* A child was reaped: true if it was the backend's. */
 	bool	(*child_exited)(struct rdzv *rz, pid_t pid, int status);
 	void	(*close)(struct rdzv *rz, bool job_over);
+	/* Take in what the server said, judge the lease (may be NULL). */
+	void	(*check)(struct rdzv *rz);
 };
 
 struct rdzv {
@@ -147,6 +156,13 @@ bool	rdzv_child_exited(struct rdzv *rz, pid_t pid, int status);
  * Releases what the backend holds; only rdzv_status may follow.
  */
 void	rdzv_close(struct rdzv *rz, bool job_over);
+/*
+ * Before worker exits are judged: the rendezvous takes in what its
+ * server sent (a RESTART, acknowledgements, its hang-up) and judges the
+ * lease, so that exits after the end of the round (a supervisor woken
+ * from a stall) are seen as the membership stop they are.
+ */
+void	rdzv_check(struct rdzv *rz);
 
 /*
  * A TCP port free now on the first address of a (bind port 0); 0 on

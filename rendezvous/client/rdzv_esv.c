@@ -98,7 +98,8 @@ struct esv {
 	uint8_t			 key[RDZV_KEY_LEN];	/* of this connection */
 	uint64_t		 seq_in, seq_out;
 	bool			 proven;	/* a line of the server's held */
-	unsigned		 hb_ms;
+	unsigned		 hb_ms;		/* our PINGs */
+	unsigned		 srv_hb_ms;	/* the server's */
 	char			 in[RDZV_LINE_MAX];
 	size_t			 inlen;
 	char			 out[OUT_MAX];
@@ -114,6 +115,7 @@ struct esv {
 	unsigned		 lease_ms, grace_ms;
 	long long		 sent_at[SENT_RING];	/* by seq_out */
 	long long		 renewed;
+	long long		 told;		/* the kill time, to cb.lease */
 	/*
 	 * Workers may run under our ranks: from a ROUND until the
 	 * supervisor, their stop over, joins again, waits in the barrier
@@ -156,6 +158,8 @@ static void	conn_lost(struct esv *e, const char *why);
 static void	rearm(struct esv *e);
 static void	read_lines(struct esv *e);
 static bool	lease_runs(const struct esv *e);
+static bool	lease_over(const struct esv *e, long long now);
+static void	lease_fence(struct esv *e, long long now);
 
 static void
 watch_events(struct esv *e)
@@ -407,6 +411,7 @@ conn_lost(struct esv *e, const char *why)
 {
 	long long up_since = e->up_since;
 	char at[32], what[300];
+	bool over;
 
 	conn_close(e);
 	if (e->via_helper && e->live) {
@@ -421,11 +426,16 @@ conn_lost(struct esv *e, const char *why)
 		rearm(e);
 		return;
 	}
-	if (e->outage_logged)
+	/* Woken from a stall past the lease: the hang-up is old news. */
+	over = lease_over(e, mono_ms());
+	if (e->outage_logged && !over)
 		;
 	else if (!e->ever_up)
 		warn_msg("rendezvous: cannot reach the rendezvous at %s (%s): "
 		    "retrying", e->endpoint, why);
+	else if (over)
+		warn_msg("rendezvous: connection to %s lost (%s), and the "
+		    "workers' lease is over: reconnecting", e->endpoint, why);
 	else if (e->live && !e->fenced && !e->via_helper) {
 		wall_of(e->renewed + e->lease_ms - e->grace_ms / 2, at,
 		    sizeof(at));
@@ -436,6 +446,8 @@ conn_lost(struct esv *e, const char *why)
 		warn_msg("rendezvous: connection to %s lost (%s): "
 		    "reconnecting", e->endpoint, why);
 	e->outage_logged = true;
+	if (over)
+		lease_fence(e, mono_ms());
 	backoff_next(e, up_since);
 	e->rz->cb.status_changed(e->rz->cb.ctx);
 	rearm(e);
@@ -625,15 +637,20 @@ on_greeting(struct esv *e, const struct rdzv_msg *m)
 	rdzv_session_key(e->token, m->u.hello.nonce, e->cnonce, e->key);
 	e->seq_in = e->seq_out = 0;
 	e->proven = false;
-	e->hb_ms = m->u.hello.heartbeat_ms;
+	e->hb_ms = e->srv_hb_ms = m->u.hello.heartbeat_ms;
 	if (!e->via_helper) {
 		/* The shorter of ours and the server's; a few PINGs each. */
 		e->lease_ms = rdzv_lease_ms(&e->cfg->rdzv, 0);
 		if (m->u.hello.lease_ms > 0 && m->u.hello.lease_ms < e->lease_ms)
 			e->lease_ms = m->u.hello.lease_ms;
 		e->grace_ms = rdzv_fence_grace_ms(e->lease_ms);
-		if (e->hb_ms > e->lease_ms / 5 && e->lease_ms >= 50)
-			e->hb_ms = e->lease_ms / 5;
+		/*
+		 * A stall of ours is harmless while shorter than the lease
+		 * less the grace less our heartbeat (esv_check): ten a lease
+		 * keeps that above 1 s with the defaults.
+		 */
+		if (e->hb_ms > e->lease_ms / 10 && e->lease_ms >= 100)
+			e->hb_ms = e->lease_ms / 10;
 	}
 	e->conn = C_UP;
 	/*
@@ -1055,6 +1072,77 @@ lease_runs(const struct esv *e)
 }
 
 /*
+ * Has the lease run out by the clock?  Judge it only after taking in
+ * what the server has sent (lease_check): after a stall of ours, its
+ * acknowledgements wait in the socket.
+ */
+static bool
+lease_over(const struct esv *e, long long now)
+{
+	return lease_runs(e) && now >= e->renewed + e->lease_ms - e->grace_ms;
+}
+
+static void
+lease_fence(struct esv *e, long long now)
+{
+	char why[400];
+
+	snprintf(why, sizeof(why), "no acknowledgement from %s for %lld ms",
+	    e->endpoint, now - e->renewed);
+	/*
+	 * SIGKILL half a grace before the end: with the half the server
+	 * adds, a timer of ours that is late by up to a grace (a loaded
+	 * host) does no harm.
+	 */
+	fence(e, e->renewed + e->lease_ms - e->grace_ms / 2, why);
+}
+
+/*
+ * Read what the server sent, then judge the lease.  Reading first is
+ * safe however late we are (a stall: SIGSTOP, a host that lost its CPU):
+ * an acknowledgement renews only to the send time of the line it
+ * acknowledges (on_ack), a time of our own clock that was true when we
+ * sent it, and the server's lease for us runs from its receipt of that
+ * line, which is later.  So an acknowledgement read a second late
+ * extends our lease no further than an early read would have: never
+ * past the server's.  What it must not do is make us judge by the clock
+ * first and fence a lease the server renewed while we slept.  A RESTART
+ * or a hang-up read here ends the round before any worker exit that
+ * followed it is judged (rdzv_check).
+ */
+static void
+lease_check(struct esv *e, bool read_first)
+{
+	if (read_first && e->conn == C_UP)
+		read_lines(e);
+	if (lease_over(e, mono_ms()))
+		lease_fence(e, mono_ms());
+}
+
+/*
+ * Tell the supervisor (its guardian) when the workers must be dead
+ * unless renewed: a quarter grace after the fence's SIGKILL, so that
+ * the backstop does not race a supervisor that is only busy, and still
+ * three quarters of a grace before the server may give the ranks away.
+ * A fenced lease keeps its time; no lease, 0.
+ */
+static void
+lease_tell(struct esv *e)
+{
+	long long end = 0;
+
+	if (lease_runs(e))
+		end = e->renewed + e->lease_ms - e->grace_ms / 4;
+	else if (e->live && e->fenced)
+		end = e->told;
+	if (end == e->told)
+		return;
+	e->told = end;
+	if (e->rz->cb.lease != NULL)
+		e->rz->cb.lease(e->rz->cb.ctx, end);
+}
+
+/*
  * While workers may run under our ranks, silence does not make us hang
  * up: the server would take our EOF for a node whose workers are gone.
  */
@@ -1062,6 +1150,14 @@ static bool
 hold_conn(const struct esv *e)
 {
 	return e->live && !e->via_helper && e->lease_ms > 0;
+}
+
+/* The server is gone after three of its heartbeats without a line. */
+static long long
+silence_ms(const struct esv *e)
+{
+	return 3 * (long long)(e->srv_hb_ms > e->hb_ms ? e->srv_hb_ms :
+	    e->hb_ms);
 }
 
 static void
@@ -1075,7 +1171,7 @@ rearm(struct esv *e)
 		at = earliest(at, e->renewed + e->lease_ms - e->grace_ms);
 	if (e->conn != C_DOWN && e->conn != C_RESOLVING && e->hb_ms > 0) {
 		if (!hold_conn(e))
-			at = earliest(at, e->last_rx + 3 * (long long)e->hb_ms);
+			at = earliest(at, e->last_rx + silence_ms(e));
 		if (e->conn == C_UP)
 			at = earliest(at, e->last_tx + e->hb_ms);
 	}
@@ -1088,6 +1184,7 @@ rearm(struct esv *e)
 	if (e->want == W_BARRIER)
 		at = earliest(at, e->barrier_deadline);
 	timer_arm_ms(e->tw.fd, at == 0 ? -1 : (at > now ? at - now : 0));
+	lease_tell(e);
 }
 
 static void
@@ -1099,25 +1196,10 @@ on_timer(struct watch *w, uint32_t events)
 
 	(void)events;
 	timer_ack(w->fd);
-	if (lease_runs(e) && now >= e->renewed + e->lease_ms - e->grace_ms) {
-		/* An acknowledgement that came while we were late counts. */
-		if (e->conn == C_UP)
-			read_lines(e);
+	/* An acknowledgement that came while we were late counts. */
+	if (lease_over(e, now)) {
+		lease_check(e, true);
 		now = mono_ms();
-		if (lease_runs(e) && now >= e->renewed + e->lease_ms -
-		    e->grace_ms) {
-			char why[400];
-
-			snprintf(why, sizeof(why), "no acknowledgement from %s "
-			    "for %lld ms", e->endpoint, now - e->renewed);
-			/*
-			 * SIGKILL half a grace before the end: with the half
-			 * the server adds, a timer of ours that is late by
-			 * up to a grace (a loaded host) does no harm.
-			 */
-			fence(e, e->renewed + e->lease_ms - e->grace_ms / 2,
-			    why);
-		}
 	}
 	if (e->want == W_ROUND && now >= e->join_deadline) {
 		fail(e, "no round within join_timeout (%u s): %u node(s) had "
@@ -1152,7 +1234,7 @@ on_timer(struct watch *w, uint32_t events)
 		return;
 	}
 	if (e->hb_ms > 0 && !hold_conn(e) &&
-	    now >= e->last_rx + 3 * (long long)e->hb_ms) {
+	    now >= e->last_rx + silence_ms(e)) {
 		conn_lost(e, "heartbeat lost");
 		return;
 	}
@@ -1322,6 +1404,18 @@ esv_barrier(struct rdzv *rz, unsigned timeout_ms)
 	return 0;
 }
 
+/* Before worker exits are judged (rdzv_check). */
+static void
+esv_check(struct rdzv *rz)
+{
+	struct esv *e = rz->priv;
+
+	if (e == NULL)
+		return;
+	lease_check(e, true);
+	rearm(e);
+}
+
 static void
 esv_status(struct rdzv *rz, struct rdzv_status *st)
 {
@@ -1480,6 +1574,7 @@ const struct rdzv_backend rdzv_etcd_backend = {
 	.status = esv_status,
 	.child_exited = esv_child_exited,
 	.close = esv_close,
+	.check = esv_check,
 };
 
 const struct rdzv_backend rdzv_esv_backend = {
@@ -1491,4 +1586,5 @@ const struct rdzv_backend rdzv_esv_backend = {
 	.status = esv_status,
 	.child_exited = esv_child_exited,
 	.close = esv_close,
+	.check = esv_check,
 };

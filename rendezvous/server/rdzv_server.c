@@ -10,6 +10,8 @@
 
 #define WARN_BURST	20	/* warnings per address per second */
 
+static void	send_ack(struct rdzv_server *srv, struct rdzv_sconn *sc);
+
 static int
 warn_cmp(struct ipwarn *a, struct ipwarn *b)
 {
@@ -451,6 +453,12 @@ on_line(struct rdzv_server *srv, struct rdzv_sconn *sc, char *line,
 		on_join(srv, sc, &m.u.join);
 		break;
 	case RV_PING:
+		/*
+		 * Acknowledged at once: a node renews its lease only by our
+		 * acknowledgement of a line it sent, so one woken from a stall
+		 * renews within a round trip, not at our next heartbeat.
+		 */
+		send_ack(srv, sc);
 		break;
 	case RV_BARRIER:
 		job_barrier(srv, sc, m.u.n);
@@ -523,18 +531,25 @@ rdzv_server_lost(struct rdzv_server *srv, struct rdzv_sconn *sc,
  * before ours for it, and a node dropped here has fenced its workers.
  */
 static void
-heartbeat(struct rdzv_server *srv)
+send_ack(struct rdzv_server *srv, struct rdzv_sconn *sc)
 {
 	struct rdzv_msg ping = { .verb = RV_PING };
+
+	ping.u.ping.has_ack = true;
+	ping.u.ping.acked = sc->seq_in > INT_MAX ? INT_MAX :
+	    (unsigned)sc->seq_in;
+	srv_send(srv, sc, &ping);
+}
+
+static void
+heartbeat(struct rdzv_server *srv)
+{
 	struct rdzv_sconn *sc;
 
 	TAILQ_FOREACH(sc, &srv->conns, entry) {
 		if (sc->dead || !sc->authed)
 			continue;
-		ping.u.ping.has_ack = true;
-		ping.u.ping.acked = sc->seq_in > INT_MAX ? INT_MAX :
-		    (unsigned)sc->seq_in;
-		srv_send(srv, sc, &ping);
+		send_ack(srv, sc);
 	}
 	srv->next_ping = srv->now + srv->conf.heartbeat_ms;
 }

@@ -97,6 +97,39 @@ test_partial_line_waits(void **state)
 	assert_int_equal(nseen, 1);
 }
 
+/* The lease's end ("@") and a group that is no worker's ("="). */
+static void
+test_lease_and_spare(void **state)
+{
+	struct guard_reader r = { 0 };
+	char text[4 * GUARD_LINE_MAX];
+	size_t len = 0, off;
+
+	(void)state;
+	len += guard_line_ll(text + len, '@', LLONG_MAX);
+	len += guard_line(text + len, '=', 77);
+	len += guard_line_ll(text + len, '@', 123456789012LL);
+	nseen = 0;
+	for (off = 0; off < len; off++)
+		guard_feed(&r, text + off, 1, seen, NULL);
+	assert_int_equal(nseen, 1);
+	assert_int_equal(ops[0], '=');
+	assert_int_equal(pgids[0], 77);
+	assert_true(r.lease_new);
+	assert_true(r.lease_end == 123456789012LL);
+	/* 0 clears; a time past LLONG_MAX is dropped, not wrapped. */
+	r.lease_new = 0;
+	guard_feed(&r, "@0\n", 3, seen, NULL);
+	assert_true(r.lease_new && r.lease_end == 0);
+	r.lease_new = 0;
+	guard_feed(&r, "@9223372036854775807\n", 21, seen, NULL);
+	assert_true(r.lease_new && r.lease_end == LLONG_MAX);
+	r.lease_new = 0;
+	guard_feed(&r, "@9223372036854775808\n@12x\n", 26, seen, NULL);
+	assert_false(r.lease_new);
+	assert_int_equal(nseen, 1);
+}
+
 int
 main(void)
 {
@@ -104,6 +137,7 @@ main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_garbage_dropped),
 		cmocka_unit_test(test_partial_line_waits),
+		cmocka_unit_test(test_lease_and_spare),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

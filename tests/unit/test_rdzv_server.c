@@ -744,6 +744,8 @@ test_heartbeat(void **state)
 	expect_none(quiet);
 	say(fx, trickle, "J");
 	say(fx, n0, "PING\n");
+	/* A PING is acknowledged at once, not at the next heartbeat. */
+	expect(n0, "PING");
 	advance(fx, HB);
 	say(fx, trickle, "O");
 	say(fx, n0, "PI");

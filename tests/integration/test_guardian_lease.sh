@@ -1,0 +1,46 @@
+#!/bin/bash
+# The guardian is the lease's backstop (esv-supervise(8), Leases): a
+# supervisor stopped (SIGSTOP) for 3 s fences nothing itself, yet its
+# workers must be dead before the other node is given their ranks.  Node b
+# (--nnodes 1:2) forms a round of its own once esv-rdzv has dropped a;
+# when b's new workers have started, a's old ones must be dead (a zombie
+# is dead: its parent, stopped, cannot reap it).  After SIGCONT, a finds
+# its lease over, takes the exits for a fence, joins again (no restart
+# counted), and every node exits 0.
+. "$(dirname "$0")/lib.sh"
+esv_setup 120
+. "$ESV_TEST_DIR/rdzv.sh"
+
+start_rdzv --heartbeat 300	# the default: a fifth of the default lease
+RZ_NNODES=1:2 RZ_STOP_FLAG=$T/stop node a --nproc-per-node 2 --max-restarts 0
+RZ_NNODES=1:2 RZ_STOP_FLAG=$T/stop node b --nproc-per-node 2 --max-restarts 0
+for n in a b; do
+	wait_recs $n ' world=4 ' 2 || fail "$n: no round: $(cat "$T/$n.err")"
+	wait_state $n state running || fail "$n's state"
+done
+apids=$(sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "$T/rec.a")
+
+note "a stopped for 3 s"
+kill -STOP "$NODE_PID_a"
+stopped=$EPOCHREALTIME
+wait_recs -t 20 b ' world=2 ' 2 ||
+    fail "b formed no round of its own: $(cat "$T/b.err")"
+for p in $apids; do
+	esv_alive "$p" && fail "a's worker $p still alive when b's round started"
+done
+sleep_until "$(awk -v t="$stopped" 'BEGIN { printf "%.3f", t + 3 }')"
+kill -CONT "$NODE_PID_a"
+# a joins again, and both run a round of 4 workers.
+wait_recs -t 30 a ' world=4 ' 4 || fail "a did not join again: $(cat "$T/a.err")"
+wait_recs -t 30 b ' world=4 ' 4 || fail "b: no round with a: $(cat "$T/b.err")"
+assert_grep "$T/a.err" 'guardian: the workers.* lease ran out'
+assert_grep "$T/a/events.jsonl" '"event":"rdzv.fenced"'
+touch "$T/stop"
+for n in a b; do
+	eval "p=\$NODE_PID_$n"
+	wait_sup -t 30 "$p"
+	assert_eq $? 0 "$n's exit status: $(cat "$T/$n.err")"
+	assert_no_grep "$T/$n/events.jsonl" '"event":"(job\.failed|group\.restart)"' \
+	    "$n's events"
+done
+exit 0
