@@ -77,6 +77,8 @@ supervisor_exit(struct supervisor *sv, int code)
 		group_report_step(sv, false);
 	report_group(sv);
 	event_broadcast(sv, ESV_EVENT_EXIT);
+	/* After the barrier: the other nodes' workers are done with it. */
+	store_stop(sv);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED ||
 	    sv->state == G_FAILED || sv->state == G_FINISHING);
 	/*
@@ -556,6 +558,22 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 void
 group_membership_changed(struct supervisor *sv)
 {
+	if (sv->state == G_FINISHING) {
+		/*
+		 * The round our workers finished was restarted elsewhere: a
+		 * round completes on every node or on none, so they run
+		 * again in the next, free of charge like any membership
+		 * restart.
+		 */
+		info_msg("rendezvous: the round this node finished was "
+		    "superseded: its workers run again in the next round");
+		events_log(sv, "rdzv.superseded", json_pack("{si}", "round",
+		    sv->round.round));
+		sv->membership_restarts++;
+		store_stop(sv);
+		group_start(sv);
+		return;
+	}
 	info_msg("rendezvous: membership changed: restarting the group");
 	events_log(sv, "rdzv.membership", NULL);
 	if (sv->state == G_RUNNING)
@@ -815,7 +833,14 @@ finish_cleanup(struct supervisor *sv)
 		output_close(sv, &sv->workers[i]);
 	}
 	guardian_flush(sv);
-	store_stop(sv);
+	/*
+	 * The workers of other nodes may use the store after ours are done:
+	 * after a success it stays until the job's last worker is done, that
+	 * is until the exit barrier passes (or is given up) and we exit
+	 * (esv-stored(8)).  A stop ends the round on every node: it goes.
+	 */
+	if (sv->state != G_RUNNING)
+		store_stop(sv);
 	sv->pid_since = wall_now();
 	set_state(sv, G_DOWN);
 	event_broadcast(sv, ESV_EVENT_DOWN);
