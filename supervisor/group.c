@@ -554,10 +554,57 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 	supervisor_exit(sv, ESV_EXIT_FAILED);
 }
 
+/*
+ * Every worker has exited 0, their exits not reaped yet: they came while
+ * we were stopped (SIGSTOP, a swapping host), older news than what the
+ * rendezvous says on our return.
+ */
+static bool
+all_done_unreaped(struct supervisor *sv)
+{
+	siginfo_t si;
+	unsigned i;
+
+	if (sv->state != G_RUNNING || sv->alive == 0)
+		return false;
+	for (i = 0; i < sv->nworkers; i++) {
+		if (sv->workers[i].pid == 0) {
+			if (sv->workers[i].state != W_SUCCEEDED)
+				return false;
+			continue;
+		}
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, sv->workers[i].pid, &si, WEXITED | WNOHANG |
+		    WNOWAIT) == -1 || si.si_pid == 0 ||
+		    si.si_code != CLD_EXITED || si.si_status != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Taken first, such a group goes to the exit barrier and reports its
+ * round done, rather than being stopped and run again: whether that
+ * round still stands is the rendezvous' to say (esv-supervise(8), "Exit
+ * barrier").  True if it did.
+ */
+static bool
+done_meanwhile(struct supervisor *sv)
+{
+	if (!all_done_unreaped(sv))
+		return false;
+	info_msg("rendezvous: the workers all succeeded before this news "
+	    "came: reporting the round done");
+	group_reap(sv);
+	return sv->state != G_RUNNING;
+}
+
 /* A node came or went: a new round, free of charge (torch's scale up/down). */
 void
 group_membership_changed(struct supervisor *sv)
 {
+	if (done_meanwhile(sv))
+		return;
 	if (sv->state == G_FINISHING) {
 		/*
 		 * The round our workers finished was restarted elsewhere: a
@@ -591,6 +638,8 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 {
 	long long now = mono_ms();
 
+	if (done_meanwhile(sv))
+		return;
 	events_log(sv, "rdzv.fenced", json_pack("{sI sf ss}", "kill_in_ms",
 	    (json_int_t)(kill_at_ms > now ? kill_at_ms - now : 0), "kill_at",
 	    wall_now() + (kill_at_ms - now) / 1000.0, "state",

@@ -558,6 +558,9 @@ on_restart(struct esv *e, unsigned round)
 	if (e->want == W_RUNNING && round > e->cur.round) {
 		e->want = W_NOTHING;
 		e->rz->cb.membership_changed(e->rz->cb.ctx);
+		/* Its workers had all succeeded: it went to the barrier. */
+		if (e->want == W_BARRIER)
+			on_restart(e, round);
 	} else if (e->want == W_BARRIER && round > e->cur.round) {
 		/*
 		 * Our round was restarted while we waited in its barrier (or
@@ -1168,6 +1171,10 @@ on_timer(struct watch *w, uint32_t events)
 	}
 	if (e->want == W_BARRIER && now >= e->barrier_deadline &&
 	    e->peer_lost) {
+		struct rdzv_msg close = { .verb = RV_CLOSE };
+
+		/* The job failed here: it is over for every node. */
+		send_msg(e, &close);
 		fail(e, "exit barrier timed out after %u ms, waiting for a node "
 		    "of round %u that was lost before it said it had finished: "
 		    "the job's work is not known to be done",

@@ -5,8 +5,10 @@ init_process_group does, holds a TCP connection to every other rank, and
 fails (exit 1) when a peer vanishes: a connection that ends without the
 peer's "bye".  It works B_RUN seconds (default 1), then goes on using the
 store B_STORE_MORE seconds (default 0; a lost store: exit 1), says "bye"
-to its peers and exits 0.  One record line at its start ("start") and
-one at its end ("done" or "fail ..."), appended to $REC.
+to its peers and exits 0.  B_RUN_G<n> and B_STORE_MORE_G<n>, if set, are
+those of the workers of group rank n (the node of group rank 0 serves the
+agent store).  Record lines, appended to $REC: "start", "met" (connected
+to every peer), then "done", "stopped" or "fail ...".
 	REC, RZ_NODE	as workers/rz_worker.sh"""
 import os
 import select
@@ -20,6 +22,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import storecli  # noqa: E402
 
 env = os.environ
+
+
+def conf(name, default):
+    g = "%s_G%s" % (name, env.get("GROUP_RANK", "0"))
+    return float(env.get(g, env.get(name, default)))
+
+
 rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
 addr, port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
 tag = "node=%s pid=%d rank=%d world=%d restart=%s" % (
@@ -67,6 +76,7 @@ try:
         peers[c] = struct.unpack("<I", c.recv(4))[0]
 except (OSError, EOFError) as e:
     fail("rendezvous of the workers: %s" % e)
+rec("met")
 
 
 def watch(secs):
@@ -89,8 +99,8 @@ def watch(secs):
                 c.close()
 
 
-watch(float(env.get("B_RUN", "1")))
-end = time.monotonic() + float(env.get("B_STORE_MORE", "0"))
+watch(conf("B_RUN", "1"))
+end = time.monotonic() + conf("B_STORE_MORE", "0")
 n = 0
 while time.monotonic() < end:
     try:
