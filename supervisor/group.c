@@ -1405,6 +1405,19 @@ succeeded(struct supervisor *sv)
 	/* Leaving now would look like a scale-down to the others. */
 	sv->exit_code = ESV_EXIT_OK;
 	set_state(sv, G_FINISHING);
+	if (store_linger(sv)) {
+		arm_deadline(sv, sv->cfg->rdzv.exit_barrier_ms);
+		return;
+	}
+	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
+}
+
+void
+group_store_gone(struct supervisor *sv)
+{
+	if (sv->state != G_FINISHING)
+		return;
+	arm_deadline(sv, -1);
 	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 
@@ -1417,6 +1430,15 @@ group_timer(struct supervisor *sv)
 	}
 	if (sv->state == G_BACKOFF) {
 		group_start(sv);
+		return;
+	}
+	if (sv->state == G_FINISHING && sv->st_lingering) {
+		warn_msg("agent store: workers of other nodes still connected "
+		    "after %u ms (exit_barrier_timeout): stopping it",
+		    sv->cfg->rdzv.exit_barrier_ms);
+		sv->st_lingering = false;
+		store_stop(sv);
+		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 		return;
 	}
 	if (sv->state != G_STOPPING)
