@@ -1338,6 +1338,10 @@ esv_join(struct rdzv *rz)
 	e->live = e->fenced = false;	/* the workers are gone */
 	e->join_deadline = mono_ms() + e->cfg->rdzv.join_timeout_ms;
 	e->participants = e->waiting = 0;
+	info_msg("rendezvous: joining job %s at %s: waiting for a round of "
+	    "%u to %u nodes, %u s at most (join_timeout)", e->cfg->run_id,
+	    e->endpoint, e->cfg->nnodes_min, e->cfg->nnodes_max,
+	    e->cfg->rdzv.join_timeout_ms / 1000);
 	if (e->conn == C_UP)
 		send_join(e);
 	else if (e->conn == C_DOWN && e->reconnect_at == 0)
