@@ -17,7 +17,10 @@
 #     a, continued then, finds the job closed and exits 1 at once;
 #  4. a, in the barrier, stopped past its lease while b's workers run:
 #     the barrier takes it back when it goes on, and passes when b's
-#     workers finish; nothing runs twice.
+#     workers finish; nothing runs twice;
+#  5. the same, a continued only once b has passed the barrier and left:
+#     the job is closed, but its barrier passed for a's round: a is
+#     released and exits 0 at once, refused nothing.
 # BL_ONLY="N ..." runs only those cases (to show one failing on a build).
 . "$(dirname "$0")/lib.sh"
 esv_setup 170
@@ -149,5 +152,21 @@ wait_sup -t 5 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
 assert_grep "$T/a.err" 'exit barrier passed'
 assert_eq "$(recs a ' start$')" 2 "a's worker starts"
 assert_eq "$(recs b ' start$')" 2 "b's worker starts"
+fi
+
+if want 5; then
+note "5: a stopped in the barrier until b has passed it and left"
+fresh
+RZ_JOB=j5 B_RUN=0.3 mnode a
+RZ_JOB=j5 B_RUN=3 mnode b
+wait_recs a ' done ' 2 || fail "a's workers did not finish: $(cat "$T/rec.a")"
+wait_state a state finishing || fail "a is not in the barrier"
+kill -STOP "$NODE_PID_a"
+wait_sup -t 20 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
+assert_grep "$RDZV_ERR" 'job j5: closed'
+kill -CONT "$NODE_PID_a"
+wait_sup -t 5 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
+assert_grep "$T/a.err" 'exit barrier passed'
+assert_no_grep "$T/a.err" 'is closed' "a's refusals"
 fi
 exit 0
