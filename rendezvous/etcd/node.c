@@ -1656,7 +1656,8 @@ decide_running(struct node *n, const struct state *st)
 			bump(n, st, c + 1, "a node's workers failed");
 			return;
 		}
-		if (waiting > 0 && alive + 1 <= st->max) {
+		/* Not while nodes wait in its barrier: they would run again. */
+		if (waiting > 0 && alive + 1 <= st->max && finished == 0) {
 			bump(n, st, c + 1, "a node waits and there is room");
 			return;
 		}
