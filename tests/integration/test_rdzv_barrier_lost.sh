@@ -79,6 +79,10 @@ for n in a b; do
 	assert_eq "$(kv "$T/$n/supervise/state" restart_count)" 0 "$n's restart count"
 done
 assert_eq "$(recs a ' start$')" 4 "a's worker starts (the new round runs them again)"
+# a's success was taken for what it is, and counted for round 0, which was
+# gone: not fenced as if its workers still ran.
+assert_grep "$T/a/events.jsonl" '"event":"rdzv.superseded".*"round":0' "a's events"
+assert_no_grep "$T/a/events.jsonl" '"event":"rdzv.fenced"' "a's events"
 
 fi
 
