@@ -100,6 +100,7 @@ static const struct verbdef verbs[] = {
 	V("WAITING", RV_WAITING, count_f),
 	V("RELEASE", RV_RELEASE, round_n_f),
 	V0("CLOSED", RV_CLOSED),
+	V("LOST", RV_LOST, round_n_f),
 	V0("ERR", RV_ERR),		/* fields of its own: see parse_err */
 	V("JOIN", RV_JOIN, join_f),
 	V("BARRIER", RV_BARRIER, round_n_f),

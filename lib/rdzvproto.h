@@ -51,6 +51,9 @@ enum rdzv_verb {
 	RV_WAITING,	/* WAITING <n>: nodes on the wait list */
 	RV_RELEASE,	/* RELEASE <round>: the exit barrier is passed */
 	RV_CLOSED,	/* CLOSED: the job was closed while you waited */
+	RV_LOST,	/* LOST <round>: to the nodes in the exit barrier of
+			 * <round>: a node of it was lost before it said it
+			 * had finished; the barrier waits for it */
 	RV_ERR,		/* ERR <code> <text...>; the server then hangs up */
 	/* client -> server */
 	RV_JOIN,	/* see struct rdzv_join */

@@ -98,6 +98,8 @@ static struct {
 	 */
 	TAILQ_HEAD(, conn)	 flushq;
 	bool			 quit;
+	/* SIGUSR1: leave once no client is left (esv-stored(8)). */
+	bool			 drain;
 	/* --state-file: what it says, and when it was last written. */
 	const char		*state_file;
 	char			 listen_name[INET6_ADDRSTRLEN + 16];
@@ -125,8 +127,9 @@ usage(FILE *f)
 	    "one, printed as\n\"listening ADDR:PORT\").  A peer on this host "
 	    "must run as this uid or root;\na remote one must be named in "
 	    "--allow-file (re-read on SIGHUP) if given.\n"
-	    "Exit status: 0 stopped by SIGTERM or SIGINT, 100 usage error, "
-	    "111 system error.\n");
+	    "SIGUSR1: exit once no client is connected.\n"
+	    "Exit status: 0 stopped by SIGTERM or SIGINT (or SIGUSR1), 100 "
+	    "usage error, 111 system error.\n");
 }
 
 static long long
@@ -684,6 +687,8 @@ on_signal(struct watch *w, uint32_t events)
 	for (i = 0; i < n; i++)
 		if (si[i].ssi_signo == SIGTERM || si[i].ssi_signo == SIGINT)
 			g.quit = true;
+		else if (si[i].ssi_signo == SIGUSR1)
+			g.drain = true;
 		else if (si[i].ssi_signo == SIGHUP)
 			g.reload = true;
 }
@@ -781,6 +786,7 @@ main(int argc, char *argv[])
 	pid_t parent = 0;
 	long long now, next, due;
 	struct conn *c;
+	sigset_t sigs;
 
 	store_conf_default(&conf);
 	g.max_conns = 4096;
@@ -878,6 +884,14 @@ main(int argc, char *argv[])
 	g.out_max = conf.max_request + conf.max_value + 64;
 	raise_nofile();
 	loop_daemon_init(&g.lp, &g.sigw, on_signal);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL) == -1 ||
+	    signalfd(g.sigw.fd, &sigs, SFD_NONBLOCK | SFD_CLOEXEC) == -1)
+		die(ESV_EXIT_SYSTEM, "signalfd");
 	if ((g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		die(ESV_EXIT_SYSTEM, "/dev/null");
 	TAILQ_INIT(&g.graveyard);
@@ -900,6 +914,8 @@ main(int argc, char *argv[])
 		net_listen(listens[i], add_listener);
 	fflush(stdout);
 	while (!g.quit) {
+		if (g.drain && g.nconns == 0)
+			break;
 		if (g.reload) {
 			g.reload = false;
 			allow_load();

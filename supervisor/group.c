@@ -77,6 +77,8 @@ supervisor_exit(struct supervisor *sv, int code)
 		group_report_step(sv, false);
 	report_group(sv);
 	event_broadcast(sv, ESV_EVENT_EXIT);
+	/* After the barrier: the other nodes' workers are done with it. */
+	store_stop(sv);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED ||
 	    sv->state == G_FAILED || sv->state == G_FINISHING);
 	/*
@@ -620,10 +622,73 @@ superseded(struct supervisor *sv)
 	after_stop_next(sv, STOP_MEMBERSHIP);
 }
 
+/*
+ * Every worker has exited 0, their exits not reaped yet: they came while
+ * we were stopped (SIGSTOP, a swapping host), older news than what the
+ * rendezvous says on our return.
+ */
+static bool
+all_done_unreaped(struct supervisor *sv)
+{
+	siginfo_t si;
+	unsigned i;
+
+	if (sv->state != G_RUNNING || sv->alive == 0)
+		return false;
+	for (i = 0; i < sv->nworkers; i++) {
+		if (sv->workers[i].pid == 0) {
+			if (sv->workers[i].state != W_SUCCEEDED)
+				return false;
+			continue;
+		}
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, sv->workers[i].pid, &si, WEXITED | WNOHANG |
+		    WNOWAIT) == -1 || si.si_pid == 0 ||
+		    si.si_code != CLD_EXITED || si.si_status != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Taken first, such a group goes to the exit barrier and reports its
+ * round done, rather than being stopped and run again: whether that
+ * round still stands is the rendezvous' to say (esv-supervise(8), "Exit
+ * barrier").  True if it did.
+ */
+static bool
+done_meanwhile(struct supervisor *sv)
+{
+	if (!all_done_unreaped(sv))
+		return false;
+	info_msg("rendezvous: the workers all succeeded before this news "
+	    "came: reporting the round done");
+	group_reap(sv);
+	return sv->state != G_RUNNING;
+}
+
 /* A node came or went: a new round, free of charge (torch's scale up/down). */
 void
 group_membership_changed(struct supervisor *sv)
 {
+	if (done_meanwhile(sv))
+		return;
+	if (sv->state == G_FINISHING) {
+		/*
+		 * The round our workers finished was restarted elsewhere: a
+		 * round completes on every node or on none, so they run
+		 * again in the next, free of charge like any membership
+		 * restart.
+		 */
+		info_msg("rendezvous: the round this node finished was "
+		    "superseded: its workers run again in the next round");
+		events_log(sv, "rdzv.superseded", json_pack("{si}", "round",
+		    sv->round.round));
+		sv->membership_restarts++;
+		store_stop(sv);
+		group_start(sv);
+		return;
+	}
 	info_msg("rendezvous: membership changed: restarting the group");
 	events_log(sv, "rdzv.membership", NULL);
 	if (sv->state == G_RUNNING)
@@ -645,6 +710,8 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 {
 	long long now = mono_ms();
 
+	if (done_meanwhile(sv))
+		return;
 	events_log(sv, "rdzv.fenced", json_pack("{sI sf ss}", "kill_in_ms",
 	    (json_int_t)(kill_at_ms > now ? kill_at_ms - now : 0), "kill_at",
 	    wall_now() + (kill_at_ms - now) / 1000.0, "state",
@@ -893,7 +960,14 @@ finish_cleanup(struct supervisor *sv)
 		output_close(sv, &sv->workers[i]);
 	}
 	guardian_flush(sv);
-	store_stop(sv);
+	/*
+	 * The workers of other nodes may use the store after ours are done:
+	 * after a success it stays until the job's last worker is done, that
+	 * is until the exit barrier passes (or is given up) and we exit
+	 * (esv-stored(8)).  A stop ends the round on every node: it goes.
+	 */
+	if (sv->state != G_RUNNING)
+		store_stop(sv);
 	sv->pid_since = wall_now();
 	set_state(sv, G_DOWN);
 	event_broadcast(sv, ESV_EVENT_DOWN);
@@ -1428,6 +1502,19 @@ succeeded(struct supervisor *sv)
 	/* Leaving now would look like a scale-down to the others. */
 	sv->exit_code = ESV_EXIT_OK;
 	set_state(sv, G_FINISHING);
+	if (store_linger(sv)) {
+		arm_deadline(sv, sv->cfg->rdzv.exit_barrier_ms);
+		return;
+	}
+	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
+}
+
+void
+group_store_gone(struct supervisor *sv)
+{
+	if (sv->state != G_FINISHING)
+		return;
+	arm_deadline(sv, -1);
 	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 
@@ -1452,6 +1539,15 @@ group_timer(struct supervisor *sv)
 	}
 	if (sv->state == G_BACKOFF) {
 		group_start(sv);
+		return;
+	}
+	if (sv->state == G_FINISHING && sv->st_lingering) {
+		warn_msg("agent store: workers of other nodes still connected "
+		    "after %u ms (exit_barrier_timeout): stopping it",
+		    sv->cfg->rdzv.exit_barrier_ms);
+		sv->st_lingering = false;
+		store_stop(sv);
+		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 		return;
 	}
 	if (sv->state != G_STOPPING)

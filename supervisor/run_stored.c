@@ -7,8 +7,12 @@
  * attempt sees another's keys.  Every node's workers are told
  * TORCHELASTIC_USE_AGENT_STORE=True: nobody among them binds a port.
  *
- * The store goes when the attempt's workers are gone (finish_cleanup),
- * and with the supervisor whatever kills it (esv-stored --parent).
+ * The store lives until the job's last worker is done: after a failure
+ * or a restart the attempt is over on every node and it goes with the
+ * attempt's workers (finish_cleanup); after a success the other nodes'
+ * workers may still use it, and it goes when the supervisor exits, after
+ * the exit barrier (static: store_linger).  And with the supervisor,
+ * whatever kills it (esv-stored --parent).
  *
  * Who may reach it (esv-stored(8), "Trust model"): a job of one node
  * listens on loopback only; a job of several accepts, besides this host's
@@ -217,12 +221,42 @@ store_stop(struct supervisor *sv)
 	sv->st_where[0] = '\0';
 }
 
+/*
+ * The static backend has no exit barrier: after this node's workers
+ * succeeded, the store it serves (node 0) stays for the other nodes'
+ * workers until none of them is connected, exit_barrier_timeout at most
+ * (esv-stored(8)).  True if it does: its exit, or the timer, ends the
+ * wait (group_store_gone).
+ */
+bool
+store_linger(struct supervisor *sv)
+{
+	if (sv->st_pid <= 0 || sv->st_stopping || one_node(sv->cfg) ||
+	    strcmp(sv->cfg->rdzv_backend, "static") != 0 ||
+	    sv->cfg->rdzv.exit_barrier_ms == 0 ||
+	    kill(sv->st_pid, SIGUSR1) == -1)
+		return false;
+	sv->st_lingering = true;
+	info_msg("agent store: kept for the other nodes' workers until none "
+	    "is connected, %u ms at most (exit_barrier_timeout)",
+	    sv->cfg->rdzv.exit_barrier_ms);
+	return true;
+}
+
 /* A child was reaped: true if it was the store. */
 bool
 store_exited(struct supervisor *sv, pid_t pid, int status)
 {
 	if (pid != sv->st_pid || pid <= 0)
 		return false;
+	if (sv->st_lingering) {
+		sv->st_pid = 0;
+		sv->st_lingering = false;
+		sv->st_where[0] = '\0';
+		info_msg("agent store: no client left: it is gone");
+		group_store_gone(sv);
+		return true;
+	}
 	if (!sv->st_stopping)
 		warn_msg("agent store: esv-stored (pid %d) ended (status 0x%x) "
 		    "while the workers run: they will fail without it",

@@ -119,6 +119,7 @@ struct supervisor {
 	int			 st_fd;		/* the socket offered, or -1 */
 	pid_t			 st_pid;
 	bool			 st_stopping;
+	bool			 st_lingering;	/* SIGUSR1: until no client */
 	char			 st_where[300];
 
 	struct loop		 loop;
@@ -251,6 +252,10 @@ int	store_prepare(struct supervisor *sv);
 int	store_round(struct supervisor *sv);
 void	store_drop(struct supervisor *sv);
 void	store_stop(struct supervisor *sv);
+/* Static, after a success: keep it for the other nodes (store_linger). */
+bool	store_linger(struct supervisor *sv);
+/* The store kept by store_linger is gone: on to the end. */
+void	group_store_gone(struct supervisor *sv);
 bool	store_exited(struct supervisor *sv, pid_t pid, int status);
 
 void	group_start(struct supervisor *sv);

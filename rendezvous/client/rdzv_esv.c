@@ -110,6 +110,12 @@ struct esv {
 	bool			 outage_logged;
 	bool			 dup_logged;	/* "duplicate" said */
 	bool			 ever_up;	/* a connection was ever proven */
+	/*
+	 * In read_lines: a callback it makes (a membership change) may reap
+	 * workers, whose reaping asks us to read first (rdzv_check); the
+	 * lines already read must be taken in order, and e->in is in use.
+	 */
+	bool			 reading;
 
 	/* The lease (see the top of the file); times are mono_ms. */
 	unsigned		 lease_ms, grace_ms;
@@ -134,6 +140,8 @@ struct esv {
 
 	enum want		 want;
 	long long		 join_deadline, barrier_deadline;
+	/* LOST: a node of our round was lost before it had finished. */
+	bool			 peer_lost;
 	/*
 	 * Round numbers keep a late message from acting twice: a JOIN new
 	 * is answered by JOINED <round>, and only that round's ROUND is
@@ -157,6 +165,7 @@ struct esv {
 static void	conn_lost(struct esv *e, const char *why);
 static void	rearm(struct esv *e);
 static void	read_lines(struct esv *e);
+static void	read_lines_now(struct esv *e);
 static bool	lease_runs(const struct esv *e);
 static bool	lease_over(const struct esv *e, long long now);
 static void	lease_fence(struct esv *e, long long now);
@@ -568,6 +577,20 @@ on_restart(struct esv *e, unsigned round)
 	if (e->want == W_RUNNING && round > e->cur.round) {
 		e->want = W_NOTHING;
 		e->rz->cb.membership_changed(e->rz->cb.ctx);
+		/* Its workers had all succeeded: it went to the barrier. */
+		if (e->want == W_BARRIER)
+			on_restart(e, round);
+	} else if (e->want == W_BARRIER && round > e->cur.round) {
+		/*
+		 * Our round was restarted while we waited in its barrier (or
+		 * were away): it can pass no more.  Our success counts for a
+		 * round that is gone: we join the next, as every node does.
+		 */
+		info_msg("rendezvous: round %u, which this node finished, was "
+		    "superseded by round %u: joining it", e->cur.round, round);
+		e->want = W_NOTHING;
+		rearm(e);
+		e->rz->cb.membership_changed(e->rz->cb.ctx);
 	} else if (e->want == W_ROUND && !e->join_pending &&
 	    (!e->joined || round > e->joined_round)) {
 		/*
@@ -611,6 +634,18 @@ on_err(struct esv *e, const char *code, const char *text)
 			    "%s: %s; retrying", e->endpoint, e->node_id, text);
 		e->dup_logged = e->outage_logged = true;
 		conn_lost(e, code);
+		return;
+	}
+	/*
+	 * A closed job is an answer: its barrier did not pass for us (a
+	 * round of ours that passed is answered RELEASE), so there is
+	 * nothing to reconnect for (esv-supervise(8), "Exit barrier").
+	 */
+	if (strcmp(code, "closed") == 0 && (e->want == W_BARRIER ||
+	    e->want == W_RUNNING)) {
+		fail(e, "esv-rdzv at %s: %s, and its exit barrier did not pass "
+		    "for round %u of this node", e->endpoint, text,
+		    e->cur.round);
 		return;
 	}
 	/* Refusals that retrying cannot cure end the join. */
@@ -773,10 +808,26 @@ on_line(struct esv *e, char *line)
 		    "finished");
 		e->rz->cb.barrier_done(e->rz->cb.ctx, true);
 		break;
+	case RV_LOST:
+		if (e->want != W_BARRIER || m.u.n != e->cur.round ||
+		    e->peer_lost)
+			break;
+		e->peer_lost = true;
+		warn_msg("rendezvous: a node of round %u was lost before it "
+		    "said it had finished: the exit barrier waits for it, %lld "
+		    "ms more at most (exit_barrier_timeout); if it is not back "
+		    "by then, the job's work is not known to be done and this "
+		    "node exits 1", e->cur.round, e->barrier_deadline >
+		    mono_ms() ? e->barrier_deadline - mono_ms() : 0);
+		break;
 	case RV_CLOSED:
 		if (e->want == W_ROUND)
 			fail(e, "job %s was closed while this node waited to "
 			    "join", e->cfg->run_id);
+		else if (e->want == W_BARRIER)
+			fail(e, "job %s was closed before its exit barrier "
+			    "passed for round %u", e->cfg->run_id,
+			    e->cur.round);
 		break;
 	case RV_ERR:
 		on_err(e, m.u.err.code, m.u.err.text);
@@ -795,6 +846,16 @@ on_line(struct esv *e, char *line)
 /* At most 16 reads a wake-up: a talkative server cannot starve the loop. */
 static void
 read_lines(struct esv *e)
+{
+	if (e->reading)
+		return;
+	e->reading = true;
+	read_lines_now(e);
+	e->reading = false;
+}
+
+static void
+read_lines_now(struct esv *e)
 {
 	char buf[4096], *nl;
 	size_t off, take;
@@ -1207,6 +1268,18 @@ on_timer(struct watch *w, uint32_t events)
 		    e->participants, e->cfg->nnodes_min);
 		return;
 	}
+	if (e->want == W_BARRIER && now >= e->barrier_deadline &&
+	    e->peer_lost) {
+		struct rdzv_msg close = { .verb = RV_CLOSE };
+
+		/* The job failed here: it is over for every node. */
+		send_msg(e, &close);
+		fail(e, "exit barrier timed out after %u ms, waiting for a node "
+		    "of round %u that was lost before it said it had finished: "
+		    "the job's work is not known to be done",
+		    e->cfg->rdzv.exit_barrier_ms, e->cur.round);
+		return;
+	}
 	if (e->want == W_BARRIER && now >= e->barrier_deadline) {
 		warn_msg("rendezvous: exit barrier timed out after %u ms: "
 		    "other nodes are still running", e->cfg->rdzv.exit_barrier_ms);
@@ -1364,6 +1437,10 @@ esv_join(struct rdzv *rz)
 	e->live = e->fenced = false;	/* the workers are gone */
 	e->join_deadline = mono_ms() + e->cfg->rdzv.join_timeout_ms;
 	e->participants = e->waiting = 0;
+	info_msg("rendezvous: joining job %s at %s: waiting for a round of "
+	    "%u to %u nodes, %u s at most (join_timeout)", e->cfg->run_id,
+	    e->endpoint, e->cfg->nnodes_min, e->cfg->nnodes_max,
+	    e->cfg->rdzv.join_timeout_ms / 1000);
 	if (e->conn == C_UP)
 		send_join(e);
 	else if (e->conn == C_DOWN && e->reconnect_at == 0)
@@ -1397,7 +1474,11 @@ esv_barrier(struct rdzv *rz, unsigned timeout_ms)
 
 	e->want = W_BARRIER;
 	e->live = false;
+	e->peer_lost = false;
 	e->barrier_deadline = mono_ms() + timeout_ms;
+	info_msg("rendezvous: round %u done here: waiting in its exit barrier "
+	    "for the other nodes, %u ms at most (exit_barrier_timeout)",
+	    e->cur.round, timeout_ms);
 	m.u.n = e->cur.round;
 	send_msg(e, &m);
 	rearm(e);

@@ -1449,6 +1449,21 @@ barrier_step(struct node *n, struct state *st)
 		put_own(n, key, "", exited);
 		return;
 	}
+	/*
+	 * Our round was restarted while we waited in its barrier: it can
+	 * pass no more, and we join the next as every node does
+	 * (esv-supervise(8), "Exit barrier").  Unless our peers went on to
+	 * a round that passed its own barrier: the job's work is done.
+	 */
+	if (st->present && st->round > n->cur &&
+	    kv_getf(n, "h/r/%u/done", st->round) == NULL) {
+		info_msg("etcd: job %s: round %u superseded by round %u while "
+		    "this node waited in its exit barrier", n->me.run_id,
+		    n->cur, st->round);
+		say_n(n, RV_RESTART, st->round);
+		n->phase = PH_IDLE;
+		return;
+	}
 	/* The latest round decides: ours, or one our peers went on to. */
 	if (!st->present || st->status == ST_OPEN ||
 	    kv_getf(n, "h/r/%u/done", st->round) == NULL)
@@ -1641,7 +1656,8 @@ decide_running(struct node *n, const struct state *st)
 			bump(n, st, c + 1, "a node's workers failed");
 			return;
 		}
-		if (waiting > 0 && alive + 1 <= st->max) {
+		/* Not while nodes wait in its barrier: they would run again. */
+		if (waiting > 0 && alive + 1 <= st->max && finished == 0) {
 			bump(n, st, c + 1, "a node waits and there is room");
 			return;
 		}

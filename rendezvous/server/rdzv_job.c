@@ -43,7 +43,68 @@ broadcast_waiting(struct rdzv_server *srv, struct job *job)
 			send_n(srv, nd->sc, RV_WAITING, job->count[NS_WAITING]);
 }
 
-/* The exit barrier: every member of the job has finished. */
+static void
+lost_clear(struct job *job)
+{
+	job->nlost = job->lost_waiting = 0;
+}
+
+static int
+lost_find(const struct job *job, const char *id)
+{
+	unsigned i;
+
+	for (i = 0; i < job->nlost; i++)
+		if (strcmp(job->lost[i].id, id) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void
+lost_del(struct job *job, int i)
+{
+	if (!job->lost[i].finished)
+		job->lost_waiting--;
+	job->lost[i] = job->lost[--job->nlost];
+}
+
+/* Remember nd, a member of the running round that is gone. */
+static bool
+lost_add(struct job *job, const struct node *nd, bool finished)
+{
+	struct lost *nl;
+
+	if (job->nlost >= job->max)
+		return false;
+	nl = reallocarray(job->lost, job->nlost + 1, sizeof(*nl));
+	if (nl == NULL)
+		return false;
+	job->lost = nl;
+	strlcpy(nl[job->nlost].id, nd->id, sizeof(nl[job->nlost].id));
+	nl[job->nlost++].finished = finished;
+	if (!finished)
+		job->lost_waiting++;
+	return true;
+}
+
+/* To the nodes in the exit barrier (or only to one): it waits for a lost one. */
+static void
+tell_lost(struct rdzv_server *srv, struct job *job, struct node *only)
+{
+	struct node *nd;
+
+	if (job->lost_waiting == 0)
+		return;
+	RB_FOREACH(nd, nodetree, &job->nodes)
+		if (nd->status == NS_FINISHED && !nd->released &&
+		    (only == NULL || nd == only))
+			send_n(srv, nd->sc, RV_LOST, nd->round);
+}
+
+/*
+ * The exit barrier: every member of the round has finished, those lost
+ * at its end included (esv-supervise(8), "Exit barrier").
+ */
 static void
 check_release(struct rdzv_server *srv, struct job *job)
 {
@@ -51,12 +112,15 @@ check_release(struct rdzv_server *srv, struct job *job)
 	unsigned n = 0;
 
 	if (job->phase == JP_RECOVERING || job->count[NS_JOINED] > 0 ||
-	    job->count[NS_EXPECTED] > 0 || job->count[NS_RUNNING] > 0)
+	    job->count[NS_EXPECTED] > 0 || job->count[NS_RUNNING] > 0 ||
+	    job->lost_waiting > 0)
 		return;
 	RB_FOREACH(nd, nodetree, &job->nodes)
 		if (nd->status == NS_FINISHED && !nd->released) {
 			send_n(srv, nd->sc, RV_RELEASE, nd->round);
 			nd->released = true;
+			job->passed = true;
+			job->passed_round = nd->round;
 			n++;
 		}
 	if (n > 0)
@@ -84,11 +148,22 @@ membership_change(struct rdzv_server *srv, struct job *job,
 		    joiner->id, job->round);
 		set_status(joiner, NS_JOINED);
 	}
+	/*
+	 * A round completes on every node or is restarted on every node:
+	 * those that finished it have nothing to wait for now, and run again.
+	 */
 	RB_FOREACH(nd, nodetree, &job->nodes)
-		if (nd->status == NS_RUNNING) {
+		if (nd->status == NS_RUNNING ||
+		    (nd->status == NS_FINISHED && !nd->released)) {
+			if (nd->status == NS_FINISHED)
+				info_msg("job %s: node %s had finished round "
+				    "%u, which is superseded: it joins round "
+				    "%u", job->run_id, nd->id, nd->round,
+				    job->round);
 			set_status(nd, NS_EXPECTED);
 			send_n(srv, nd->sc, RV_RESTART, job->round);
 		}
+	lost_clear(job);
 	RB_FOREACH(nd, nodetree, &job->nodes) {
 		if (job->count[NS_JOINED] + job->count[NS_EXPECTED] >=
 		    job->max)
@@ -289,7 +364,7 @@ running_again(struct rdzv_server *srv, struct job *job)
 
 	if (job->count[NS_WAITING] == 0)
 		return;
-	if (next <= job->max)
+	if (next <= job->max && job->count[NS_FINISHED] == 0)
 		membership_change(srv, job, NULL);
 	else
 		broadcast_waiting(srv, job);
@@ -310,12 +385,44 @@ recovery_check(struct rdzv_server *srv, struct job *job)
 	check_release(srv, job);
 }
 
+/*
+ * nd, a member of the running round, is lost while the others wait in
+ * its exit barrier.  If we hung up on it (its lease ran out), it may be
+ * alive, its workers finished: the barrier waits for it to say so, or
+ * for the others' exit_barrier_timeout (they are told: LOST).  One that
+ * had finished is remembered, to be released if it comes back.  True if
+ * the round goes on; false: it is superseded.
+ */
+static bool
+lost_at_barrier(struct node *nd, bool silent)
+{
+	struct job *job = nd->job;
+
+	if (job->phase != JP_RUNNING || nd->round != job->round ||
+	    job->count[NS_JOINED] > 0 || job->count[NS_EXPECTED] > 0)
+		return false;
+	if (nd->status == NS_FINISHED) {
+		(void)lost_add(job, nd, true);
+		return true;
+	}
+	if (nd->status != NS_RUNNING || !silent ||
+	    job->count[NS_RUNNING] > 1 ||
+	    job->count[NS_FINISHED] + job->nlost == 0 ||
+	    !lost_add(job, nd, false))
+		return false;
+	info_msg("job %s: node %s lost before it finished round %u: the exit "
+	    "barrier waits for it (its workers may have finished)",
+	    job->run_id, nd->id, nd->round);
+	return true;
+}
+
 static void
 node_lost(struct rdzv_server *srv, struct node *nd, const char *why)
 {
 	struct job *job = nd->job;
 	enum node_status st = nd->status;
 	long long end = srv_lease_end(srv, nd->sc);
+	bool held;
 
 	info_msg("job %s: node %s lost: %s", job->run_id, nd->id, why);
 	/*
@@ -327,8 +434,11 @@ node_lost(struct rdzv_server *srv, struct node *nd, const char *why)
 	    (st == NS_RUNNING || st == NS_EXPECTED) &&
 	    strcmp(why, "heartbeat") != 0 && end > job->hold_until)
 		job->hold_until = end;
+	held = !job->closed && lost_at_barrier(nd, nd->sc->dead);
 	node_free(job, nd);
-	if (!job->closed) {
+	if (held)
+		tell_lost(srv, job, NULL);
+	else if (!job->closed) {
 		if (st == NS_JOINED || st == NS_EXPECTED)
 			evaluate(srv, job);
 		else if (st == NS_RUNNING)
@@ -401,10 +511,17 @@ static void
 join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
     struct node *nd, const struct rdzv_join *j)
 {
+	bool member = false;
 	unsigned next;
+	int i;
 
 	if (join_again(srv, job, nd, j))
 		return;
+	/* A member lost at the barrier, back with no finished workers. */
+	if ((i = lost_find(job, j->node_id)) >= 0) {
+		lost_del(job, i);
+		member = true;
+	}
 	if (job->phase == JP_RECOVERING) {
 		if (nd == NULL || nd->status != NS_RUNNING) {
 			nd = node_set(job, sc, nd, j, NS_WAITING);
@@ -435,12 +552,25 @@ join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 		return;
 	job->last_join = srv->now;
 	/* A member joining anew lost its workers: the world is broken. */
-	if (next <= job->max || nd->status == NS_RUNNING) {
+	if (member || nd->status == NS_RUNNING ||
+	    nd->status == NS_FINISHED) {
 		membership_change(srv, job, nd);
 		return;
 	}
-	info_msg("job %s: node %s waits: %u nodes at most", job->run_id,
-	    nd->id, job->max);
+	/*
+	 * Nodes that finished the round wait in its barrier: it is not
+	 * restarted for a newcomer (their workers would run again).
+	 */
+	if (next <= job->max && job->count[NS_FINISHED] + job->nlost == 0) {
+		membership_change(srv, job, nd);
+		return;
+	}
+	if (job->count[NS_FINISHED] + job->nlost > 0)
+		info_msg("job %s: node %s waits: round %u is finishing",
+		    job->run_id, nd->id, job->round);
+	else
+		info_msg("job %s: node %s waits: %u nodes at most",
+		    job->run_id, nd->id, job->max);
 	set_status(nd, NS_WAITING);
 	send_joined(srv, nd);
 	broadcast_waiting(srv, job);
@@ -481,6 +611,45 @@ reattach(struct rdzv_server *srv, struct job *job, struct node *nd,
 		job_barrier(srv, nd->sc, j->round);
 	} else if (nd->status == NS_FINISHED && nd->released)
 		send_n(srv, nd->sc, RV_RELEASE, nd->round);
+	else if (nd->status == NS_FINISHED)
+		tell_lost(srv, job, nd);
+}
+
+/*
+ * A node back at the exit barrier of its round: lost at its end, with
+ * its workers finished or running on; or its round passed the barrier
+ * while it was away.  True if it was taken back (or released).
+ */
+static bool
+back_to_barrier(struct rdzv_server *srv, struct job *job,
+    struct rdzv_sconn *sc, struct node *nd, const struct rdzv_join *j)
+{
+	bool done = j->state == RS_DONE;
+	int i;
+
+	if (done && job->passed && j->round == job->passed_round) {
+		info_msg("job %s: node %s is back: the exit barrier of round "
+		    "%u passed: released", job->run_id, j->node_id, j->round);
+		send_n(srv, sc, RV_RELEASE, j->round);
+		return true;
+	}
+	if (nd != NULL || job->phase != JP_RUNNING ||
+	    j->round != job->round ||
+	    (i = lost_find(job, j->node_id)) == -1 ||
+	    (job->lost[i].finished && !done))
+		return false;
+	if ((nd = node_set(job, sc, NULL, j, done ? NS_FINISHED :
+	    NS_RUNNING)) == NULL)
+		return true;
+	lost_del(job, i);
+	nd->group_rank = j->group_rank;
+	nd->round = j->round;
+	info_msg("job %s: node %s is back: %s round %u", job->run_id, nd->id,
+	    done ? "it finished" : "its workers run", j->round);
+	if (done)
+		tell_lost(srv, job, nd);
+	check_release(srv, job);
+	return true;
 }
 
 static void
@@ -494,6 +663,8 @@ join_back(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 		reattach(srv, job, nd, j);
 		return;
 	}
+	if (back_to_barrier(srv, job, sc, nd, j))
+		return;
 	if (job->phase == JP_RECOVERING && j->round == job->round &&
 	    j->group_world_size == job->expect_n &&
 	    !rank_taken(job, j->group_rank, nd)) {
@@ -569,6 +740,15 @@ job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
 		return;
 	nd = node_find(job, j->node_id);
 	if (job->closed && !same_member(job, nd, j)) {
+		/* Its round passed the barrier while it was away: it is done. */
+		if (j->state == RS_DONE && job->passed &&
+		    j->round == job->passed_round) {
+			info_msg("job %s: node %s is back: the exit barrier of "
+			    "round %u passed: released", job->run_id,
+			    j->node_id, j->round);
+			send_n(srv, sc, RV_RELEASE, j->round);
+			return;
+		}
 		srv_refuse(srv, sc, "closed", "job %s is closed", job->run_id);
 		return;
 	}

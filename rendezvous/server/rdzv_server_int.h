@@ -50,6 +50,12 @@ struct node {
 RB_HEAD(nodetree, node);
 RB_PROTOTYPE(nodetree, node, rb, node_cmp)
 
+/* A member of the running round lost at its end (rdzv_job.c, node_lost). */
+struct lost {
+	char			 id[RDZV_NAME_MAX + 1];
+	bool			 finished;	/* it had passed BARRIER */
+};
+
 struct job {
 	RB_ENTRY(job)		 rb;
 	TAILQ_ENTRY(job)	 closed_entry;
@@ -65,6 +71,15 @@ struct job {
 	 * ranks of this job under its lease (we restarted).  0: none. */
 	long long		 hold_until;
 	long long		 last_join;
+	/*
+	 * The members of the running round lost while the others waited in
+	 * its exit barrier: it waits for those that had not finished.
+	 */
+	struct lost		*lost;
+	unsigned		 nlost, lost_waiting;
+	/* The exit barrier of passed_round released its nodes. */
+	bool			 passed;
+	unsigned		 passed_round;
 	char			 run_id[RDZV_NAME_MAX + 1];
 };
 RB_HEAD(jobtree, job);

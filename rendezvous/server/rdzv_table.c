@@ -93,6 +93,7 @@ job_free(struct rdzv_server *srv, struct job *job)
 		TAILQ_REMOVE(&srv->closed_jobs, job, closed_entry);
 	RB_REMOVE(jobtree, &srv->jobs, job);
 	srv->njobs--;
+	free(job->lost);
 	free(job);
 }
 

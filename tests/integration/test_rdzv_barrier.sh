@@ -1,7 +1,8 @@
 #!/bin/bash
 # The exit barrier: a node whose workers finish first waits for the others
 # (and its leaving is not taken for a scale-down); with a short barrier
-# timeout it leaves, exit 0, and still the others are not restarted.
+# timeout it leaves, exit 0, and still the others are not restarted; a
+# round restarted while a node waits in its barrier is run again there.
 . "$(dirname "$0")/lib.sh"
 esv_setup 120
 . "$ESV_TEST_DIR/rdzv.sh"
@@ -37,4 +38,23 @@ esv_alive "$NODE_PID_b" || fail "b ended with a"
 assert_grep "$T/a.err" 'exit barrier timed out'
 wait_sup -t 30 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
 assert_eq "$(recs b .)" 1 "b's worker starts (a restart would add one)"
+
+# A round completes on every node or is restarted on every node
+# (esv-supervise(8), Exit barrier): b's worker fails while a waits in the
+# barrier; b's restart opens a round, which a joins too (its success was
+# for a round that is gone), and both then finish.
+note "a round restarted while a waits in its barrier: a runs again"
+rm -rf "$T/a" "$T/b" "$T/rec.a" "$T/rec.b"
+RZ_JOB=again RZ_NNODES=2:2 RZ_RUN=1 node a
+RZ_JOB=again RZ_NNODES=2:2 RZ_STOP_FLAG=$T/stop.again node b --max-restarts 1
+wait_recs a . 1 && wait_recs b . 1 || fail "no round: $(cat "$T/a.err" "$T/b.err")"
+wait_state a state finishing || fail "a is not in the barrier"
+kill -KILL "$(field "$(last_rec b)" pid)"
+wait_recs a . 2 || fail "a's workers did not run again: $(tail -n 5 "$T/a.err")"
+wait_recs b . 2 || fail "b did not restart: $(tail -n 5 "$T/b.err")"
+touch "$T/stop.again"
+wait_sup -t 30 "$NODE_PID_b"; assert_eq $? 0 "b's exit status"
+wait_sup -t 10 "$NODE_PID_a"; assert_eq $? 0 "a's exit status"
+assert_grep "$T/a/events.jsonl" '"event":"rdzv.superseded"' "a's events"
+assert_eq "$(kv "$T/a/supervise/state" restart_count)" 0 "a's restarts"
 exit 0

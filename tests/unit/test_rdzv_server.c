@@ -579,8 +579,12 @@ test_barrier(void **state)
 	expect_none(&fx->c[0]);
 }
 
+/*
+ * A running node that hangs up while the other waits in the barrier did
+ * not finish: the round restarts on every node, the finished one too.
+ */
 static void
-test_barrier_then_loss_releases(void **state)
+test_barrier_then_loss_restarts(void **state)
 {
 	struct fx *fx = *state;
 
@@ -588,7 +592,77 @@ test_barrier_then_loss_releases(void **state)
 	say(fx, &fx->c[0], "BARRIER 0\n");
 	expect_none(&fx->c[0]);
 	lose(fx, &fx->c[1]);
+	expect(&fx->c[0], "RESTART 1");
+	expect(join(fx, 0, "new"), "JOINED 1 1 0");
+}
+
+/*
+ * One whose lease runs out may have finished, its supervisor stopped:
+ * the barrier waits for it (LOST), and passes when it says it finished.
+ */
+static void
+test_barrier_then_silence_waits(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	fx->c[1].silent = true;
+	advance(fx, 4 * HB);
+	assert_true(fx->c[1].closed);
+	expect(&fx->c[0], "LOST 0");
+	expect_none(&fx->c[0]);
+	expect(join(fx, 1, "done 0 1 2"), "RELEASE 0");
 	expect(&fx->c[0], "RELEASE 0");
+}
+
+/* Back with its workers stopped, it restarts the round on every node. */
+static void
+test_barrier_then_silence_new(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	fx->c[1].silent = true;
+	advance(fx, 4 * HB);
+	expect(&fx->c[0], "LOST 0");
+	expect(join(fx, 1, "new"), "JOINED 1 1 0");
+	expect(&fx->c[0], "RESTART 1");
+}
+
+/*
+ * While a node waits in the barrier of a current round, a newcomer does
+ * not restart it: it waits.  A node that finished and went silent is
+ * taken back, and one back after the barrier passed is released.
+ */
+static void
+test_barrier_finishing_round(void **state)
+{
+	struct fx *fx = *state;
+
+	two_running(fx);
+	say(fx, &fx->c[0], "BARRIER 0\n");
+	expect(join(fx, 2, "new"), "JOINED 0 0 1");
+	expect_none(&fx->c[0]);
+	expect(&fx->c[1], "WAITING 1");
+	expect_none(&fx->c[1]);
+	fx->c[0].silent = true;
+	advance(fx, 4 * HB);
+	assert_true(fx->c[0].closed);
+	expect_none(&fx->c[1]);
+	expect_none(join(fx, 0, "done 0 0 2"));
+	say(fx, &fx->c[1], "BARRIER 0\n");
+	expect(&fx->c[0], "RELEASE 0");
+	expect(&fx->c[1], "RELEASE 0");
+	lose(fx, &fx->c[0]);
+	expect(join(fx, 0, "done 0 0 2"), "RELEASE 0");
+	say(fx, &fx->c[1], "CLOSE\n");
+	expect(&fx->c[2], "CLOSED");
+	lose(fx, &fx->c[0]);
+	expect(join(fx, 0, "done 0 0 2"), "RELEASE 0");
+	/* Its round's barrier did not pass for a node running then. */
+	expect(join(fx, 3, "running 0 1 2"), "ERR closed job job is closed");
 }
 
 static void
@@ -1124,7 +1198,10 @@ main(void)
 		T(test_leave_and_rejoin),
 		T(test_member_rejoins_new),
 		T(test_barrier),
-		T(test_barrier_then_loss_releases),
+		T(test_barrier_then_loss_restarts),
+		T(test_barrier_then_silence_waits),
+		T(test_barrier_then_silence_new),
+		T(test_barrier_finishing_round),
 		T(test_barrier_stale),
 		T(test_close),
 		T(test_mismatch),
