@@ -35,6 +35,9 @@
 #	wait_recs [-t S] NAME ERE N	wait until recs NAME ERE >= N
 #	last_rec NAME	its latest record line
 #	field LINE KEY	the value of KEY=... in a record line
+#	nodes_exit_0 SECS NAME...	touch $T/stop (the workers' signal to
+#			end), then wait SECS at most for each node's
+#			supervisor and fail unless it exits 0
 #	wait_state NAME KEY VALUE	wait (10 s) until node NAME's state
 #			file says KEY=VALUE: the supervisor writes it from its
 #			loop, a moment after its workers have started; 1 and
@@ -164,5 +167,17 @@ field()
 	local f
 	for f in $1; do
 		case $f in "$2"=*) echo "${f#*=}"; return ;; esac
+	done
+}
+
+nodes_exit_0()
+{
+	local secs=$1 n p
+	shift
+	touch "$T/stop"
+	for n in "$@"; do
+		eval "p=\$NODE_PID_$n"
+		wait_sup -t "$secs" "$p"
+		assert_eq $? 0 "$n's exit status: $(cat "$T/$n.err")"
 	done
 }

@@ -3,6 +3,7 @@
 imported by the tests' inline scripts (sys.path has this directory)."""
 import socket
 import struct
+import time
 
 VALIDATE, SET, CSET, GET, ADD, CHECK, WAIT, NUMKEYS, DELETE, APPEND, \
     MGET, MSET, CANCEL, PING, QPUSH, QPOP, QLEN = range(17)
@@ -54,3 +55,16 @@ class C:
             return self.k.recv(1) == b""
         except ConnectionResetError:
             return True
+
+
+def connect(port, host, within, timeout=10):
+    """A C once the store answers, retried for `within` seconds (the
+    store may start after the workers); the last OSError past that."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return C(port, host=host, timeout=timeout)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)

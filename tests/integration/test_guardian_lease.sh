@@ -35,11 +35,8 @@ wait_recs -t 30 a ' world=4 ' 4 || fail "a did not join again: $(cat "$T/a.err")
 wait_recs -t 30 b ' world=4 ' 4 || fail "b: no round with a: $(cat "$T/b.err")"
 assert_grep "$T/a.err" 'guardian: the workers.* lease ran out'
 assert_grep "$T/a/events.jsonl" '"event":"rdzv.fenced"'
-touch "$T/stop"
+nodes_exit_0 30 a b
 for n in a b; do
-	eval "p=\$NODE_PID_$n"
-	wait_sup -t 30 "$p"
-	assert_eq $? 0 "$n's exit status: $(cat "$T/$n.err")"
 	assert_no_grep "$T/$n/events.jsonl" '"event":"(job\.failed|group\.restart)"' \
 	    "$n's events"
 done

@@ -32,10 +32,5 @@ for n in a b; do
 	assert_eq "$(recs $n .)" 1 "$n: worker starts"
 	assert_grep "$T/$n.err" 'the workers run until their lease ends at'
 done
-touch "$T/stop"
-for n in a b; do
-	eval "p=\$NODE_PID_$n"
-	wait_sup -t 20 "$p"
-	assert_eq $? 0 "$n's exit status"
-done
+nodes_exit_0 20 a b
 exit 0

@@ -39,10 +39,5 @@ for stall in 0.6 0.9; do
 	esv_alive "$wpid" || fail "a's worker died"
 	assert_no_grep "$T/a.err" 'lease|lost'
 done
-touch "$T/stop"
-for n in a b; do
-	eval "p=\$NODE_PID_$n"
-	wait_sup -t 20 "$p"
-	assert_eq $? 0 "$n's exit status"
-done
+nodes_exit_0 20 a b
 exit 0

@@ -48,15 +48,10 @@ def fail(why):
 
 signal.signal(signal.SIGTERM, lambda *_: (rec("stopped"), sys.exit(143)))
 rec("start")
-deadline = time.monotonic() + 20
-while True:
-    try:
-        st = storecli.C(port, host=addr, timeout=20)
-        break
-    except OSError as e:
-        if time.monotonic() > deadline:
-            fail("no store: %s" % e)
-        time.sleep(0.1)
+try:
+    st = storecli.connect(port, addr, 20, timeout=20)
+except OSError as e:
+    fail("no store: %s" % e)
 try:
     me = st.k.getsockname()[0]
     lsn = socket.create_server((me, 0))

@@ -39,14 +39,10 @@ def gone(why):
 
 
 deadline = time.monotonic() + 30
-while True:
-    try:
-        st = storecli.C(port, host=addr, timeout=10)
-        break
-    except OSError as e:
-        if time.monotonic() > deadline:
-            gone("store %s:%d: %s" % (addr, port, e))
-        time.sleep(0.1)
+try:
+    st = storecli.connect(port, addr, 30)
+except OSError as e:
+    gone("store %s:%d: %s" % (addr, port, e))
 conns = []
 try:
     if rank == 0:
