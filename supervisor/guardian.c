@@ -8,7 +8,9 @@
  * inherited, or by the worker's session they stayed in (holders.c).
  *
  * Protocol on its pipe (guardproto.h): "+<pgid>\n" records a group,
- * "-<pgid>\n" forgets it.
+ * "-<pgid>\n" forgets it.  A worker writes its own "+" line, after setsid
+ * and before exec (group.c), so no worker runs a program unknown to the
+ * guardian.
  *
  * It is also the backstop of the lease (esv-supervise(8), Leases): the
  * supervisor fences its workers before their ranks may be given away,
@@ -17,10 +19,10 @@
  * ("@<ms>\n"); if that time comes with no later one, we SIGKILL the
  * workers (their cgroup, their groups) but not the hosted esv-rdzv
  * ("=<pgid>\n"), and stay.  The supervisor, going on, finds them dead
- * and its lease over: a fence, as if it had done it.  A worker writes its own "+" line, after setsid and before exec
- * (group.c), so no worker runs a program unknown to the guardian.  EOF
- * means the supervisor is gone: SIGKILL every recorded group, and sweep
- * /proc until nothing of the job is left.  The esv-rdzv the supervisor
+ * and its lease over: a fence, as if it had done it.
+ *
+ * EOF means the supervisor is gone: SIGKILL every recorded group, and
+ * sweep /proc until nothing of the job is left.  The esv-rdzv the supervisor
  * hosts (a private one for --standalone, or the job's) goes too: told by
  * a pidfd known at our start, and killed if it does not, or killed as a
  * recorded group when started later.
@@ -205,14 +207,15 @@ guardian_main(int rfd, int rdzvfd, dev_t dev, ino_t ino, const char *cgjob)
 	s.spare_sid = getsid(0);
 	for (;;) {
 		long long now = mono_ms();
-		int t = -1;
+		int t = -1, pr;
 
 		if (gr.lease_end > 0)
 			t = gr.lease_end <= now ? 0 : gr.lease_end - now > INT_MAX ?
 			    INT_MAX : (int)(gr.lease_end - now);
-		if (t >= 0 && poll(&(struct pollfd){ .fd = rfd,
-		    .events = POLLIN }, 1, t) == 0) {
-			if (mono_ms() >= gr.lease_end) {
+		/* Not a blocking read while a lease's end is pending. */
+		if (t >= 0 && (pr = poll(&(struct pollfd){ .fd = rfd,
+		    .events = POLLIN }, 1, t)) <= 0) {
+			if (pr == 0 && mono_ms() >= gr.lease_end) {
 				lease_kill(&s, cgjob);
 				gr.lease_end = 0;
 			}
