@@ -19,7 +19,7 @@ esv-healthd or esv-rdzv, of esv-stored in a job with the agent's store,
 or of esv-rdzv-etcd in a job whose rendezvous is on etcd (a member of its
 own, started once for the run; the fault is skipped without /usr/bin/etcd
 or without the helper); SIGSTOP/SIGCONT of
-the supervisor; a full file
+the supervisor, shorter than its rendezvous lease or past it; a full file
 system under JOBDIR and the logs (a small tmpfs, root only); few file
 descriptors (RLIMIT_NOFILE); and workers that ignore SIGTERM, that leave a
 double-forked, setsid daemon behind, or that stop themselves.
@@ -51,7 +51,12 @@ HELPER = os.path.join(BIN, "..", "rendezvous", "esv-rdzv-etcd")
 KILLS = ["supervisor", "guardian", "esv-watchdogd", "esv-healthd", "esv-rdzv",
          "esv-rdzv-etcd", "esv-stored"]
 FAULTS = ["kill:" + k for k in KILLS] + [
-    "sigstop", "fulldisk", "fewfds", "ignoreterm", "daemon", "stopped"]
+    "sigstop", "sigstop-long", "fulldisk", "fewfds", "ignoreterm", "daemon",
+    "stopped"]
+# The default rendezvous lease (esv-supervise(8), Leases): a stall past it
+# leaves the guardian to kill the workers, and the supervisor to fence and
+# join again when it goes on.
+LEASE_S = 1.5
 # How long after the supervisor ends the job's processes may linger: the
 # guardian's sweep (SIGTERM to a private esv-rdzv, SIGKILL 1 s later), a
 # SIGKILL reaching a stopped worker, and esv-healthd, which answers 503
@@ -335,9 +340,12 @@ def iteration(args, rng, fault, it, root, etcd):
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)
                 killed_sup = what == "supervisor"
-        elif fault == "sigstop" and p.poll() is None:
+        elif fault.startswith("sigstop") and p.poll() is None:
             os.kill(p.pid, signal.SIGSTOP)
-            time.sleep(rng.uniform(0.1, 1.0))
+            if fault == "sigstop":
+                time.sleep(rng.uniform(0.1, 1.0))
+            else:
+                time.sleep(rng.uniform(1.2 * LEASE_S, 2.5 * LEASE_S))
             os.kill(p.pid, signal.SIGCONT)
         time.sleep(rng.uniform(0.2, 1.5))
         if p.poll() is None and not killed_sup:
