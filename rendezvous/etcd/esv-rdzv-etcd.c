@@ -238,6 +238,9 @@ on_sock(struct watch *w, uint32_t events)
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
+		/* It hung up (it exited): not a silence, which may end. */
+		if (n == 0 && g.node != NULL)
+			node_hangup(g.node);
 		link_close(NULL);
 		return;
 	}
