@@ -17,6 +17,10 @@
 #  c. a has finished, then its esv-supervise and esv-rdzv-etcd are killed
 #     (-9) while b's workers run: once etcd has expired a's lease, b's
 #     workers finish and b exits 0, its workers started once.
+#  d. b has finished; a's esv-supervise exits (SIGTERM) with its workers
+#     unfinished: round 0 is restarted at once, b is not held in the
+#     barrier; with a new node a, round 1 runs and both exit 0.  It once
+#     passed the barrier without a.
 # BL_ONLY="a ..." runs only those cases (to show one failing on a build).
 . "$(dirname "$0")/lib.sh"
 esv_setup 170
@@ -139,5 +143,25 @@ assert_grep "$T/b.err" 'exit barrier passed'
 assert_eq "$(recs b .)" "$starts" "b's worker starts"
 assert_no_grep "$T/b.err" 'opening round 1' "b's log"
 assert_no_grep "$T/a.err" 'opening round 1' "a's log"
+fi
+
+if want d; then
+note "d: a's supervisor exits (SIGTERM) unfinished while b waits in the barrier"
+fresh
+RZ_JOB=bld bnode a
+RZ_JOB=bld bnode b
+both_up bld
+touch "$T/stop.b"
+wait_state b state finishing || fail "b is not in the barrier"
+kill -TERM "$NODE_PID_a"
+wait_sup -t 15 "$NODE_PID_a"
+# Round 0 is restarted at once: b does not wait for a, and joins round 1.
+wait_for -t 10 grep -q 'round 0, which this node finished, was superseded by round 1' "$T/b.err" ||
+    fail "b's round was not restarted: $(tail -5 "$T/b.err")"
+assert_no_grep "$T/b.err" 'lost before it said it had finished' "b's log"
+# A new node a completes round 1; every worker finds its flag and ends.
+touch "$T/stop.a"
+RZ_JOB=bld bnode a
+nodes_exit_0 20 a b
 fi
 exit 0
