@@ -9,6 +9,9 @@
  * Its life is the socket's: when the supervisor closes it, or stops
  * talking for three heartbeats (it was stopped or is wedged), the lease
  * is revoked, so that the other nodes go on without this one at once.
+ * A close is told from a silence: a supervisor that closed the socket
+ * has exited, and its unfinished round is marked left first, so that
+ * the exit barrier does not wait for it as for a node that may be back.
  * The other way round, when the lease may run out under running workers
  * (etcd out of reach), it hangs up on the supervisor: the supervisor
  * kills the workers of a rendezvous it has lost, and their ranks are
