@@ -1281,9 +1281,11 @@ wanted(struct node *n, bool ok, json_t *reply)
 static void
 exited(struct node *n, bool ok, json_t *reply)
 {
-	(void)reply;
 	if (ok)
 		n->exited = n->cur + 1;
+	/* h/state changed under the compare: read it rather than write again. */
+	else if (reply != NULL)
+		lost_race(n, reply);
 }
 
 /* Put one key of ours under our lease, with no compare. */
