@@ -21,6 +21,9 @@
 #     unfinished: round 0 is restarted at once, b is not held in the
 #     barrier; with a new node a, round 1 runs and both exit 0.  It once
 #     passed the barrier without a.
+#  e. b has finished; a's esv-supervise alone is stopped while its workers
+#     finish: a's esv-rdzv-etcd lets go of it after three heartbeats, b is
+#     told it waits for a; continued, a says it finished: both exit 0.
 # BL_ONLY="a ..." runs only those cases (to show one failing on a build).
 . "$(dirname "$0")/lib.sh"
 esv_setup 170
@@ -163,5 +166,24 @@ assert_no_grep "$T/b.err" 'lost before it said it had finished' "b's log"
 touch "$T/stop.a"
 RZ_JOB=bld bnode a
 nodes_exit_0 20 a b
+fi
+
+if want e; then
+note "e: b has finished; a's supervisor alone stopped while its workers finish"
+fresh
+RZ_JOB=ble bnode a
+RZ_JOB=ble bnode b
+both_up ble
+touch "$T/stop.b"
+wait_state b state finishing || fail "b is not in the barrier"
+kill -STOP "$NODE_PID_a"
+touch "$T/stop.a"
+# a's esv-rdzv-etcd lets go of the silent supervisor: its lease goes.
+wait_for -t 15 grep -q 'lost before it said it had finished' "$T/b.err" ||
+    fail "b was not told of a's loss: $(tail -5 "$T/b.err")"
+esv_alive "$NODE_PID_b" || fail "b left the barrier while a was lost"
+kill -CONT "$NODE_PID_a"
+nodes_exit_0 10 a b
+assert_grep "$T/a.err" 'exit barrier passed'
 fi
 exit 0
