@@ -24,6 +24,10 @@
 #  e. b has finished; a's esv-supervise alone is stopped while its workers
 #     finish: a's esv-rdzv-etcd lets go of it after three heartbeats, b is
 #     told it waits for a; continued, a says it finished: both exit 0.
+#  f. b has finished; a's esv-supervise alone is stopped past its lease
+#     while its workers run: b is told it waits for a; continued, a stops
+#     its workers (fenced), and round 0 is restarted on every node, b's
+#     too; round 1 runs and both exit 0, no restart counted.
 # BL_ONLY="a ..." runs only those cases (to show one failing on a build).
 . "$(dirname "$0")/lib.sh"
 esv_setup 170
@@ -185,5 +189,28 @@ esv_alive "$NODE_PID_b" || fail "b left the barrier while a was lost"
 kill -CONT "$NODE_PID_a"
 nodes_exit_0 10 a b
 assert_grep "$T/a.err" 'exit barrier passed'
+fi
+
+if want f; then
+note "f: b has finished; a's supervisor alone stopped past its lease, its workers running"
+fresh
+RZ_JOB=blf bnode a
+RZ_JOB=blf bnode b
+both_up blf
+touch "$T/stop.b"
+wait_state b state finishing || fail "b is not in the barrier"
+kill -STOP "$NODE_PID_a"
+wait_for -t 15 grep -q 'lost before it said it had finished' "$T/b.err" ||
+    fail "b was not told of a's loss: $(tail -5 "$T/b.err")"
+kill -CONT "$NODE_PID_a"
+# a's workers outlived its lease: stopped, they cannot finish round 0,
+# which is restarted on every node; round 1 then runs to its end.
+wait_for -t 15 grep -q 'round 0, which this node finished, was superseded by round 1' "$T/b.err" ||
+    fail "b's round was not restarted: $(tail -5 "$T/b.err")"
+touch "$T/stop.a"
+nodes_exit_0 20 a b
+for n in a b; do
+	assert_eq "$(kv "$T/$n/supervise/state" restart_count)" 0 "$n's restart count"
+done
 fi
 exit 0
