@@ -28,6 +28,9 @@
 #     while its workers run: b is told it waits for a; continued, a stops
 #     its workers (fenced), and round 0 is restarted on every node, b's
 #     too; round 1 runs and both exit 0, no restart counted.
+#  g. as e, a continued only once b has exited 1 at its barrier timeout
+#     (4 s), closing the job: a's finish comes too late, it exits 1 at
+#     once.
 # BL_ONLY="a ..." runs only those cases (to show one failing on a build).
 . "$(dirname "$0")/lib.sh"
 esv_setup 170
@@ -212,5 +215,24 @@ nodes_exit_0 20 a b
 for n in a b; do
 	assert_eq "$(kv "$T/$n/supervise/state" restart_count)" 0 "$n's restart count"
 done
+fi
+
+if want g; then
+note "g: as e, but a is continued only after b's barrier timed out"
+fresh
+RZ_JOB=blg BT=4s bnode a
+RZ_JOB=blg BT=4s bnode b
+both_up blg
+touch "$T/stop.b"
+wait_state b state finishing || fail "b is not in the barrier"
+kill -STOP "$NODE_PID_a"
+touch "$T/stop.a"
+wait_sup -t 15 "$NODE_PID_b"; rc=$?
+kill -CONT "$NODE_PID_a"
+assert_eq "$rc" 1 "b's exit status: $(tail -5 "$T/b.err")"
+# a's workers finished, but the job was closed without its barrier
+# passing: a exits 1 at once, refused once at most.
+wait_sup -t 10 "$NODE_PID_a"; assert_eq $? 1 "a's exit status: $(tail -5 "$T/a.err")"
+assert_grep "$T/a.err" 'closed before its exit barrier passed for round 0'
 fi
 exit 0
