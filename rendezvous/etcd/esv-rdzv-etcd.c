@@ -9,6 +9,9 @@
  * Its life is the socket's: when the supervisor closes it, or stops
  * talking for three heartbeats (it was stopped or is wedged), the lease
  * is revoked, so that the other nodes go on without this one at once.
+ * A close is told from a silence: a supervisor that closed the socket
+ * has exited, and its unfinished round is marked left first, so that
+ * the exit barrier does not wait for it as for a node that may be back.
  * The other way round, when the lease may run out under running workers
  * (etcd out of reach), it hangs up on the supervisor: the supervisor
  * kills the workers of a rendezvous it has lost, and their ranks are
@@ -238,6 +241,9 @@ on_sock(struct watch *w, uint32_t events)
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
+		/* It hung up (it exited): not a silence, which may end. */
+		if (n == 0 && g.node != NULL)
+			node_hangup(g.node);
 		link_close(NULL);
 		return;
 	}

@@ -7,6 +7,8 @@
  *	h/waiting		how many nodes wait for room, as the leader
  *				 last counted them
  *	h/r/R/done		the exit barrier of round R has passed
+ *	h/r/R/lost		the barrier of round R waits for this node,
+ *				 lost before it said it had finished
  *	a/R/<node>		the node's place in round R, if it is in it:
  *				 {"group_rank","group_world_size","base_rank",
  *				  "world_size","base_role_rank",
@@ -15,7 +17,10 @@
  *	r/R/seq			touched by every join: one revision to compare
  *	r/R/lastcall		its own lease, kept alive by nobody: the
  *				 last call of round R is open while it exists
- *	r/R/exit/<node>		lease: the node's group finished round R
+ *	r/R/exit/<node>		the node's group finished round R: no
+ *				 lease, the fact outlives the node
+ *	r/R/left/<node>		the node's supervisor hung up in round R
+ *				 with workers not finished
  *	waiting/<node>		lease: the node waits for room
  *	want/<node>		lease: the node's workers failed; it wants the
  *				 round given as the value
@@ -32,7 +37,10 @@
  *
  * Liveness is the lease alone: a node that dies loses its keys when etcd
  * expires its lease, one that leaves revokes it.  No clock of one host is
- * ever compared with another's.
+ * ever compared with another's.  What a node did is not liveness: its
+ * exit and left keys have no lease, are written only with a compare on
+ * h/state (a round superseded cannot be marked finished), and go with
+ * the round's places when round R + 2 opens.
  */
 #include <sys/tree.h>
 
@@ -175,6 +183,8 @@ struct node {
 	bool			 chunks_failed, chunks_stale;
 	long long		 told_waiting;	/* -1: nothing told */
 	bool			 shutting;
+	unsigned		 left;		/* round + 1 to mark left */
+	unsigned		 told_lost;	/* round + 1 */
 	long long		 shutdown_by;
 	bool			 gone;
 };
@@ -1271,9 +1281,11 @@ wanted(struct node *n, bool ok, json_t *reply)
 static void
 exited(struct node *n, bool ok, json_t *reply)
 {
-	(void)reply;
 	if (ok)
 		n->exited = n->cur + 1;
+	/* h/state changed under the compare: read it rather than write again. */
+	else if (reply != NULL)
+		lost_race(n, reply);
 }
 
 /* Put one key of ours under our lease, with no compare. */
@@ -1438,15 +1450,35 @@ running_step(struct node *n, struct state *st)
 	}
 }
 
-static void
-barrier_step(struct node *n, struct state *st)
+/* Our round is the one that runs (or ran: closed). */
+static bool
+round_stands(const struct node *n, const struct state *st)
+{
+	return st->present && st->round == n->cur && st->status != ST_OPEN;
+}
+
+/*
+ * The exit key has no lease: a node that finished and is then lost
+ * still counts as finished.  The compare on h/state keeps a node late
+ * from a stall from marking a round that was superseded meanwhile.
+ */
+static json_t *
+exit_put(struct node *n)
 {
 	char key[512];
 
-	if (n->exited != n->cur + 1) {
-		snprintf(key, sizeof(key), "r/%u/exit/%s", n->cur,
-		    n->me.node_id);
-		put_own(n, key, "", exited);
+	snprintf(key, sizeof(key), "r/%u/exit/%s", n->cur, n->me.node_id);
+	return op_put(n, key, "", false);
+}
+
+static void
+barrier_step(struct node *n, struct state *st)
+{
+	struct kv *lost;
+
+	if (n->exited != n->cur + 1 && round_stands(n, st)) {
+		txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
+		    json_pack("[o]", exit_put(n)), exited, false);
 		return;
 	}
 	/*
@@ -1462,6 +1494,23 @@ barrier_step(struct node *n, struct state *st)
 		    n->cur, st->round);
 		say_n(n, RV_RESTART, st->round);
 		n->phase = PH_IDLE;
+		return;
+	}
+	/*
+	 * The barrier waits for a member lost before it said it had
+	 * finished; a job closed meanwhile (a node's barrier timed out
+	 * waiting for it) ends with the barrier not passed.
+	 */
+	if (round_stands(n, st) && kv_getf(n, "h/r/%u/done", n->cur) == NULL &&
+	    (lost = kv_getf(n, "h/r/%u/lost", n->cur)) != NULL) {
+		if (st->status == ST_CLOSED) {
+			say_n(n, RV_CLOSED, 0);
+			n->phase = PH_IDLE;
+		} else if (n->told_lost != n->cur + 1 &&
+		    strcmp(lost->val, n->me.node_id) != 0) {
+			say_n(n, RV_LOST, n->cur);
+			n->told_lost = n->cur + 1;
+		}
 		return;
 	}
 	/* The latest round decides: ours, or one our peers went on to. */
@@ -1491,12 +1540,12 @@ reattached(struct node *n, bool ok, json_t *reply)
 static void
 reattach_step(struct node *n, struct state *st)
 {
-	char key[512], ekey[512], *val;
+	char key[512], *val;
 	json_t *ops;
 	unsigned next;
 	bool ours = false;
 
-	if (st->present && st->round == n->cur && st->status != ST_OPEN) {
+	if (round_stands(n, st)) {
 		if (n->fetched != n->cur + 1) {
 			place_fetch(n, n->cur);
 			return;
@@ -1514,11 +1563,8 @@ reattach_step(struct node *n, struct state *st)
 	val = join_json(n);
 	ops = json_pack("[o]", op_put(n, key, val, true));
 	free(val);
-	if (n->me.state == RS_DONE) {
-		snprintf(ekey, sizeof(ekey), "r/%u/exit/%s", n->cur,
-		    n->me.node_id);
-		json_array_append_new(ops, op_put(n, ekey, "", true));
-	}
+	if (n->me.state == RS_DONE)
+		json_array_append_new(ops, exit_put(n));
 	txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)), ops,
 	    reattached, false);
 }
@@ -1607,22 +1653,48 @@ decide_open(struct node *n, const struct state *st)
 }
 
 /*
+ * The leader marks the barrier of round c as waiting for lost, a member
+ * gone silent (its lease ran out) before it said it had finished: it may
+ * be alive, its workers finished, its supervisor stopped.  The nodes in
+ * the barrier are told (LOST) and wait for it until their own
+ * exit_barrier_timeout (esv-supervise(8), "Exit barrier").
+ */
+static void
+hold_barrier(struct node *n, const struct state *st, const char *lost)
+{
+	struct kv *kv = kv_getf(n, "h/r/%u/lost", st->round);
+	char key[64];
+
+	if (kv != NULL && strcmp(kv->val, lost) == 0)
+		return;
+	info_msg("etcd: job %s: node %s lost before it finished round %u: "
+	    "the exit barrier waits for it (its workers may have finished)",
+	    n->me.run_id, lost, st->round);
+	snprintf(key, sizeof(key), "h/r/%u/lost", st->round);
+	txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
+	    json_pack("[o]", op_put(n, key, lost, false)), NULL, true);
+}
+
+/*
  * A round that runs (or ran: closed): a member lost, a node that wants
  * a new round or waits for room restarts it while a member still runs;
  * once none runs and one has finished, the exit barrier is passed.  A
- * round whose members are all lost (every lease expired at once, as when
- * etcd was out of everyone's reach past the TTL) is restarted too: it has
- * nobody left to finish it, and its nodes, back with new leases, want the
- * next one.
+ * member whose supervisor hung up unfinished (r/c/left/) restarts it
+ * even then; one gone silent holds the barrier until it is back (then
+ * finished, or running, or wanting a new round: its workers stopped),
+ * or a node closes the job.  A round whose members are all lost (every
+ * lease expired at once, as when etcd was out of everyone's reach past
+ * the TTL) is restarted too: it has nobody left to finish it, and its
+ * nodes, back with new leases, want the next one.
  */
 static void
 decide_running(struct node *n, const struct state *st)
 {
-	const char *lost = NULL, *id;
+	const char *lost = NULL, *left = NULL, *id;
 	unsigned c = st->round, members = 0, alive = 0, running = 0;
 	unsigned finished = 0, waiting, wants = 0;
-	struct kv *kv;
-	char why[300], num[32], pfx[64];
+	struct kv *kv, *held;
+	char why[300], num[32], pfx[64], key[64];
 	bool in, out;
 
 	snprintf(pfx, sizeof(pfx), "a/%u/", c);
@@ -1636,10 +1708,16 @@ decide_running(struct node *n, const struct state *st)
 		running += in && !out;
 		if (!in && !out && lost == NULL)
 			lost = id;
+		if (!in && !out && left == NULL &&
+		    kv_getf(n, "r/%u/left/%s", c, id) != NULL)
+			left = id;
 	}
 	if (members == 0)
 		return;
-	if (lost != NULL && alive == 0 && finished == 0)
+	if (left != NULL)
+		snprintf(why, sizeof(why), "node %s left before it finished",
+		    left);
+	else if (lost != NULL && alive == 0 && finished == 0)
 		snprintf(why, sizeof(why), "all %u nodes lost", members);
 	else if (lost != NULL)
 		snprintf(why, sizeof(why), "node %s lost", lost);
@@ -1647,7 +1725,9 @@ decide_running(struct node *n, const struct state *st)
 	KV_PREFIX_FOREACH(kv, n, "want/")
 		if (strtoul(kv->val, NULL, 10) > c)
 			wants++;
-	if (st->status == ST_RUNNING && (running > 0 || finished == 0)) {
+	held = kv_getf(n, "h/r/%u/lost", c);
+	if (st->status == ST_RUNNING && (running > 0 || finished == 0 ||
+	    left != NULL)) {
 		if (lost != NULL) {
 			bump(n, st, c + 1, why);
 			return;
@@ -1662,18 +1742,37 @@ decide_running(struct node *n, const struct state *st)
 			return;
 		}
 	}
+	if (st->status == ST_RUNNING && running == 0 && finished > 0 &&
+	    lost != NULL) {
+		/* Back, its workers stopped: they cannot finish the round. */
+		if (wants > 0) {
+			bump(n, st, c + 1, "a node lost in the exit barrier is "
+			    "back without its workers");
+			return;
+		}
+		hold_barrier(n, st, lost);
+		return;
+	}
 	if (st->status == ST_RUNNING && waiting != waiting_count(n)) {
 		snprintf(num, sizeof(num), "%u", waiting);
 		txn(n, json_array(), json_pack("[o]", op_put(n, "h/waiting", num,
 		    false)), NULL, true);
 		return;
 	}
+	/* Closed while it waited for a lost node: it never passes. */
+	if (held != NULL && st->status == ST_CLOSED)
+		return;
+	snprintf(key, sizeof(key), "h/r/%u/lost", c);
 	if (running == 0 && finished > 0 && kv_getf(n, "h/r/%u/done", c) ==
 	    NULL) {
 		snprintf(why, sizeof(why), "h/r/%u/done", c);
-		txn(n, json_array(), json_pack("[o]", op_put(n, why, "", false)),
-		    NULL, true);
-	}
+		txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
+		    json_pack("[o, o]", op_put(n, why, "", false), op_del(n,
+		    key)), NULL, true);
+	} else if (held != NULL && lost == NULL)
+		/* Back with its workers running: nobody is waited for. */
+		txn(n, json_pack("[o]", cmp_mod(n, "h/state", st->mod)),
+		    json_pack("[o]", op_del(n, key)), NULL, true);
 }
 
 /*
@@ -1974,11 +2073,20 @@ static void
 fence(struct node *n, const char *why)
 {
 	warn_msg("etcd: job %s: lease lost (%s)%s", n->me.run_id, why,
-	    n->phase == PH_RUNNING || n->phase == PH_BARRIER ?
-	    ": stopping the workers" : "");
-	if (n->phase == PH_RUNNING || n->phase == PH_BARRIER) {
+	    n->phase == PH_RUNNING ? ": stopping the workers" :
+	    n->phase == PH_BARRIER ? ": back in the exit barrier with a new "
+	    "one" : "");
+	if (n->phase == PH_RUNNING) {
 		say_n(n, RV_RESTART, n->cur + 1);
 		n->phase = PH_IDLE;
+	}
+	/*
+	 * Our exit key outlives the lease: the workers' success stands, and
+	 * the round, if still current, takes us back as finished.
+	 */
+	if (n->phase == PH_BARRIER) {
+		n->me.state = RS_DONE;
+		n->phase = PH_REATTACH;
 	}
 	n->lease = 0;
 	n->keepalive_asked = false;
@@ -2089,6 +2197,38 @@ on_revoke(void *ctx, json_t *reply, const char *err)
 }
 
 static void
+left_done(struct node *n, bool ok, json_t *reply)
+{
+	(void)ok;
+	(void)reply;
+	n->left = 0;
+}
+
+/*
+ * Once, whatever etcd answers: the way out is bounded.  Only while the
+ * round is still the current one, so that no later round is restarted
+ * for a node of an older one.
+ */
+static void
+left_put(struct node *n)
+{
+	struct state st;
+	char key[512];
+
+	state_read(n, &st);
+	if (st.present && st.round + 1 == n->left && st.status ==
+	    ST_RUNNING) {
+		snprintf(key, sizeof(key), "r/%u/left/%s", st.round,
+		    n->me.node_id);
+		txn(n, json_pack("[o]", cmp_mod(n, "h/state", st.mod)),
+		    json_pack("[o]", op_put(n, key, "", false)), left_done,
+		    false);
+	} else
+		n->left = 0;
+	state_done(&st);
+}
+
+static void
 shutdown_step(struct node *n)
 {
 	char id[32];
@@ -2104,6 +2244,11 @@ shutdown_step(struct node *n)
 		n->gone = true;
 		n->ops.gone(n->ops.ctx);
 		return;
+	}
+	if (n->left != 0 && n->ready) {
+		left_put(n);
+		if (n->busy)
+			return;
 	}
 	snprintf(id, sizeof(id), "%lld", n->lease);
 	n->busy = true;
@@ -2330,6 +2475,13 @@ node_close_job(struct node *n)
 	n->close_wanted = true;
 	n->phase = PH_IDLE;
 	evaluate(n);
+}
+
+void
+node_hangup(struct node *n)
+{
+	if (!n->shutting && workers_run(n))
+		n->left = n->cur + 1;
 }
 
 void

@@ -48,6 +48,13 @@ void		 node_close_job(struct node *);
  */
 void		 node_shutdown(struct node *);
 /*
+ * The supervisor hung up by itself (it exited): workers of a round it
+ * had not finished are gone, and the round is marked left before the
+ * lease is revoked, so that it restarts on every node at once rather
+ * than wait in the exit barrier as for a node gone silent.
+ */
+void		 node_hangup(struct node *);
+/*
  * Fence (ops->fence) if the workers run and the lease may run out within
  * the fence's grace: on every wake of the loop, before anything else, so
  * that a process back from a stop acts on nothing first.  True if it
