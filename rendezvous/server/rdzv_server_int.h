@@ -1,6 +1,9 @@
 /*
- * Inside the esv-rdzv state machine: rdzv_server.c owns connections and
- * the wire, rdzv_job.c owns jobs, nodes and rounds.
+ * Inside the esv-rdzv state machine, top down: rdzv_server.c owns the
+ * connections (accept, read, dispatch, reap, ticks) and calls rdzv_job.c,
+ * which owns rounds and calls rdzv_table.c, the record of jobs and nodes.
+ * All three answer a node through rdzv_wire.c (send, refuse, hang up,
+ * warn), which calls none of them: no call runs back up.
  */
 #ifndef ESV_RDZV_SERVER_INT_H
 #define ESV_RDZV_SERVER_INT_H
@@ -129,7 +132,7 @@ struct rdzv_server {
 	char			 token[RDZV_TOKEN_MAX + 1];
 };
 
-/* rdzv_server.c */
+/* rdzv_wire.c */
 void	srv_send(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const struct rdzv_msg *m);
 /* Warn about sc's current line, reply ERR code text, hang up. */
@@ -139,6 +142,10 @@ void	srv_refuse(struct rdzv_server *srv, struct rdzv_sconn *sc,
 /* Hang up sc once the current event is handled (why NULL: silently). */
 void	srv_kill(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const char *why);
+/* Reply ERR code text and hang up, with no warning logged. */
+void	srv_hangup(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
 /* Send ERR code text and hang up at once, without lingering. */
 void	srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const char *code, const char *text);
@@ -148,6 +155,9 @@ long long srv_lease_ms(const struct rdzv_server *srv);
 /* When sc's lease is over here: a lease and the slack after its last line. */
 long long srv_lease_end(const struct rdzv_server *srv,
 	    const struct rdzv_sconn *sc);
+/* A window is over: say what was held back, forget the address. */
+void	warns_expire(struct rdzv_server *srv);
+void	warns_free(struct rdzv_server *srv);
 
 /* rdzv_table.c */
 struct job *job_find(struct rdzv_server *srv, const char *run_id);
