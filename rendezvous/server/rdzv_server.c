@@ -1,3 +1,10 @@
+/*
+ * esv-rdzv's connections (the entry points of rdzv_server.h): the
+ * greeting, the first line (a sealed JOIN, or a refusal), each line
+ * dispatched to rdzv_job.c, hang-ups reaped at the end of every entry
+ * point, heartbeats, leases and the deadline of who has not
+ * authenticated.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

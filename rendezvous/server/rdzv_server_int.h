@@ -1,9 +1,10 @@
 /*
  * Inside the esv-rdzv state machine, top down: rdzv_server.c owns the
  * connections (accept, read, dispatch, reap, ticks) and calls rdzv_job.c,
- * which owns rounds and calls rdzv_table.c, the record of jobs and nodes.
- * All three answer a node through rdzv_wire.c (send, refuse, hang up,
- * warn), which calls none of them: no call runs back up.
+ * which owns rounds and calls rdzv_table.c, the record of jobs and nodes,
+ * and rdzv_tell.c, the messages of a round.  All of them answer a node
+ * through rdzv_wire.c (send, refuse, hang up, warn), which calls none of
+ * them: no call runs back up.
  */
 #ifndef ESV_RDZV_SERVER_INT_H
 #define ESV_RDZV_SERVER_INT_H
@@ -175,6 +176,26 @@ struct node *node_set(struct job *job, struct rdzv_sconn *sc,
 	    struct node *nd, const struct rdzv_join *j, enum node_status st);
 void	set_status(struct node *nd, enum node_status st);
 void	node_free(struct job *job, struct node *nd);
+
+/* rdzv_tell.c */
+struct rank_assignment;
+void	tell_n(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    enum rdzv_verb v, unsigned n);
+void	tell_joined(struct rdzv_server *srv, struct node *nd);
+/* WAITING to the running nodes: how many wait for room. */
+void	tell_waiting(struct rdzv_server *srv, struct job *job);
+/*
+ * To the node of group rank 0, before its ROUND: the addresses of the
+ * round's nodes (none past MEMBERS_MAX), for its agent store.
+ */
+void	tell_members(struct rdzv_server *srv, struct node *to,
+	    struct node **nodes, unsigned n, unsigned round);
+/* As tell_members, again: the round's nodes are those that run it. */
+void	tell_members_again(struct rdzv_server *srv, struct job *job,
+	    struct node *to);
+/* nd's ROUND, remembered in nd->assigned to be said again. */
+void	tell_round(struct rdzv_server *srv, struct node *nd,
+	    const struct rank_assignment *ra, const struct node *master);
 
 /* rdzv_job.c */
 void	job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
