@@ -16,7 +16,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,13 +26,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctlschema.h"
-#include "kvfile.h"
 #include "loop.h"
 #include "msg.h"
 #include "netlisten.h"
-#include "ratelim.h"
 #include "peers.h"
+#include "ratelim.h"
 #include "statefile.h"
 #include "store.h"
 

@@ -214,7 +214,6 @@ store_lost(struct store *st, struct store_conn *c)
 }
 
 /* ---- the store ---- */
-/* ---- the store ---- */
 
 struct store *
 store_new(const struct store_conf *conf, const struct store_ops *ops)
