@@ -1,6 +1,6 @@
 /*
  * The control channel from esv-supervise: the workers' pids and pidfds in,
- * expiries out (wdchan.h).  A new list replaces the workers (workers.c),
+ * expiries out (wdchan.h).  A new list replaces the workers (struct workers),
  * drops the timers of those it no longer names, and is announced through
  * the listed callback: this file calls nothing above it.
  */
