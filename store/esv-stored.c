@@ -1,7 +1,9 @@
 /*
  * esv-stored: a TCPStore server that torch's workers use as their own
  * (esv-stored(8)).  This file is the transport: options, sockets, the
- * event loop; store.c speaks the protocol.
+ * event loop, each connection's output and timeout; store.c speaks the
+ * protocol (store_int.h names its parts), peers.c says who may connect,
+ * statefile.c writes --state-file.
  */
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -14,7 +16,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,20 +26,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctlschema.h"
-#include "kvfile.h"
 #include "loop.h"
 #include "msg.h"
 #include "netlisten.h"
+#include "peers.h"
 #include "ratelim.h"
-#include "sockdiag.h"
+#include "statefile.h"
 #include "store.h"
 
 #define LISTEN_MAX	16
 #define FD_RESERVE	32		/* fds besides connections */
 #define READ_CHUNK	(64 * 1024)
-/* The state file follows the counts at most this often. */
-#define STATE_EVERY_MS	500
 /*
  * Replies queued past this, the connection's next requests wait unread:
  * one that does not read its replies holds at most one reply more.
@@ -46,7 +44,6 @@
 #define OUT_PAUSE	(256 * 1024)
 /* An output buffer this big is given back once it has drained. */
 #define OUT_KEEP	(64 * 1024)
-#define ALLOW_MAX	4096
 
 struct conn {
 	struct watch		 w;
@@ -80,15 +77,9 @@ static struct {
 	size_t			 out_max, max_bytes, out_used;
 	long long		 request_ms;
 	struct connq		 graveyard, all, timed;
-	/*
-	 * --allow-file: the remote addresses that may connect (the round's
-	 * nodes), re-read on SIGHUP.  Without it any may.
-	 */
-	const char		*allow_file;
-	struct in6_addr		 allow[ALLOW_MAX];
-	size_t			 nallow;
+	/* Who may connect (the round's nodes), re-read on SIGHUP. */
+	struct peers		 peers;
 	bool			 reload;
-	uid_t			 uid;
 	/* Let go of by the store: hung up once the batch is over. */
 	TAILQ_HEAD(, conn)	 closing;
 	/*
@@ -100,12 +91,7 @@ static struct {
 	bool			 quit;
 	/* SIGUSR1: leave once no client is left (esv-stored(8)). */
 	bool			 drain;
-	/* --state-file: what it says, and when it was last written. */
-	const char		*state_file;
-	char			 listen_name[INET6_ADDRSTRLEN + 16];
-	size_t			 said_keys, said_conns, said_waiting;
-	long long		 said_ms;
-	bool			 said, state_warned;
+	struct statefile	 state;
 } g;
 
 static void
@@ -410,74 +396,6 @@ shed(int lfd)
 	g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
-/* The address of ss as IPv6, IPv4 mapped: one form to compare. */
-static void
-addr_of(const struct sockaddr_storage *ss, struct in6_addr *a)
-{
-	const struct sockaddr_in6 *s6 = (const void *)ss;
-	const struct sockaddr_in *s4 = (const void *)ss;
-
-	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET6)
-		*a = s6->sin6_addr;
-	else if (ss->ss_family == AF_INET) {
-		a->s6_addr[10] = a->s6_addr[11] = 0xff;
-		memcpy(&a->s6_addr[12], &s4->sin_addr, 4);
-	}
-}
-
-static bool
-allowed(const struct in6_addr *a)
-{
-	size_t i;
-
-	if (g.allow_file == NULL)
-		return true;
-	for (i = 0; i < g.nallow; i++)
-		if (memcmp(&g.allow[i], a, sizeof(*a)) == 0)
-			return true;
-	return false;
-}
-
-/*
- * The trust model of esv-stored(8): a peer on this host (its socket is
- * one of this network namespace's, loopback or not) must be of our uid
- * or root; any other must be a node of the round (--allow-file).  NULL,
- * or why not.
- */
-static const char *
-trusted(struct conn *c, char *why, size_t wl)
-{
-	uid_t uid;
-	int rc;
-
-	if ((rc = sockdiag_peer_uid(c->w.fd, &uid)) == -1) {
-		snprintf(why, wl, "its uid unknown (sock_diag: %s)",
-		    strerror(errno));
-		return why;
-	}
-	c->local = rc == 1;
-	if (c->local) {
-		if (uid == g.uid || uid == 0)
-			return NULL;
-		snprintf(why, wl, "a local process of uid %u, not the job's "
-		    "(%u) nor root", (unsigned)uid, (unsigned)g.uid);
-		return why;
-	}
-	/* Gone already, or a loopback socket sock_diag does not show. */
-	if (IN6_IS_ADDR_LOOPBACK(&c->ip) || (IN6_IS_ADDR_V4MAPPED(&c->ip) &&
-	    c->ip.s6_addr[12] == 127)) {
-		snprintf(why, wl, "a loopback peer whose socket is not found");
-		return why;
-	}
-	if (!allowed(&c->ip)) {
-		snprintf(why, wl, "not a node of the round (%s)",
-		    g.allow_file);
-		return why;
-	}
-	return NULL;
-}
-
 static void
 conn_new(int fd, const struct sockaddr_storage *ss)
 {
@@ -493,8 +411,9 @@ conn_new(int fd, const struct sockaddr_storage *ss)
 	}
 	c->w = (struct watch){ .fd = fd, .fn = on_conn, .ctx = c };
 	net_addr_fmt(ss, ip, sizeof(ip), c->peer, sizeof(c->peer));
-	addr_of(ss, &c->ip);
-	if ((no = trusted(c, why, sizeof(why))) != NULL) {
+	peer_addr(ss, &c->ip);
+	if ((no = peers_trusted(&g.peers, fd, &c->ip, &c->local, why,
+	    sizeof(why))) != NULL) {
 		free(c);
 		refuse(fd, ss, no);
 		return;
@@ -545,72 +464,24 @@ expire(long long now)
 }
 
 /*
- * --allow-file: one numeric address a line, '#' comments.  A bad line is
- * said and skipped; an unreadable file leaves the set as it was.
- * Connections from addresses it no longer names are closed: a node that
- * left the round has no business in its store.
+ * --allow-file read again: connections from addresses it no longer names
+ * are closed, as a node that left the round has no business in its store.
  */
 static void
 allow_load(void)
 {
-	struct in6_addr set[ALLOW_MAX], a;
 	struct conn *c, *next;
-	char line[256], *p, *e;
-	size_t n = 0;
-	int lineno = 0;
-	FILE *f;
 
-	if (g.allow_file == NULL)
+	if (!peers_load(&g.peers))
 		return;
-	if ((f = fopen(g.allow_file, "re")) == NULL) {
-		warn_sys("%s: unable to read (the allowed set is unchanged)",
-		    g.allow_file);
-		return;
-	}
-	while (fgets(line, sizeof(line), f) != NULL) {
-		lineno++;
-		if ((p = strchr(line, '#')) != NULL)
-			*p = '\0';
-		for (p = line; isspace((unsigned char)*p); p++)
-			;
-		for (e = p + strlen(p); e > p && isspace((unsigned char)e[-1]);
-		    e--)
-			;
-		*e = '\0';
-		if (*p == '\0')
-			continue;
-		memset(&a, 0, sizeof(a));
-		if (inet_pton(AF_INET, p, &a.s6_addr[12]) == 1)
-			a.s6_addr[10] = a.s6_addr[11] = 0xff;
-		else if (inet_pton(AF_INET6, p, &a) != 1) {
-			warn_msg("%s:%d: not a numeric address: %s (skipped)",
-			    g.allow_file, lineno, p);
-			continue;
-		}
-		if (n == ALLOW_MAX) {
-			warn_msg("%s:%d: more than %d addresses (the rest "
-			    "skipped)", g.allow_file, lineno, ALLOW_MAX);
-			break;
-		}
-		set[n++] = a;
-	}
-	if (ferror(f))
-		warn_sys("%s: read error (the allowed set is unchanged)",
-		    g.allow_file);
-	else {
-		memcpy(g.allow, set, n * sizeof(set[0]));
-		g.nallow = n;
-		info_msg("%s: %zu remote addresses allowed", g.allow_file, n);
-		for (c = TAILQ_FIRST(&g.all); c != NULL; c = next) {
-			next = TAILQ_NEXT(c, all);
-			if (!c->local && !allowed(&c->ip)) {
-				warn_msg("%s: no longer a node of the round: "
-				    "closing the connection", c->peer);
-				conn_destroy(c);
-			}
+	for (c = TAILQ_FIRST(&g.all); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, all);
+		if (!c->local && !peers_allowed(&g.peers, &c->ip)) {
+			warn_msg("%s: no longer a node of the round: "
+			    "closing the connection", c->peer);
+			conn_destroy(c);
 		}
 	}
-	fclose(f);
 }
 
 static void
@@ -662,7 +533,7 @@ add_listener(int fd)
 	net_addr_fmt(&ss, ip, sizeof(ip), name, sizeof(name));
 	printf("listening %s\n", name);
 	if (g.nls == 0)
-		strlcpy(g.listen_name, name, sizeof(g.listen_name));
+		strlcpy(g.state.listen_name, name, sizeof(g.state.listen_name));
 	g.ls[g.nls] = (struct watch){ .fd = fd, .fn = on_listen };
 	if (loop_add(&g.lp, &g.ls[g.nls], EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "epoll_ctl");
@@ -691,47 +562,6 @@ on_signal(struct watch *w, uint32_t events)
 			g.drain = true;
 		else if (si[i].ssi_signo == SIGHUP)
 			g.reload = true;
-}
-
-/*
- * --state-file: the counts as esv-control(5)'s supervise/store, rewritten
- * (temp + rename) when they change, at most every STATE_EVERY_MS so that
- * a burst of SETs costs one write.  When the next write is due: LLONG_MAX
- * if nothing changed.  A failed write (a full disk) is tried again then;
- * the store serves on regardless.
- */
-static long long
-state_tick(long long now)
-{
-	size_t keys = store_nkeys(g.st), waiting = store_nwaiting(g.st);
-	struct kvbuf kb = { 0 };
-
-	if (g.state_file == NULL || (g.said && keys == g.said_keys &&
-	    g.nconns == g.said_conns && waiting == g.said_waiting))
-		return LLONG_MAX;
-	if (g.said && now - g.said_ms < STATE_EVERY_MS)
-		return g.said_ms + STATE_EVERY_MS;
-	kv_add(&kb, ctl_store_key(SK_LISTEN), g.listen_name);
-	kv_addf(&kb, ctl_store_key(SK_PID), "%d", (int)getpid());
-	kv_addf(&kb, ctl_store_key(SK_KEYS), "%zu", keys);
-	kv_addf(&kb, ctl_store_key(SK_CONNECTIONS), "%u", g.nconns);
-	kv_addf(&kb, ctl_store_key(SK_WAITING), "%zu", waiting);
-	kv_addf(&kb, ctl_store_key(SK_UPDATED), "%.3f", wall_now());
-	g.said_ms = now;
-	if (kv_write_at(&kb, AT_FDCWD, g.state_file) == -1) {
-		if (!g.state_warned)
-			warn_sys("%s: unable to write (again every %d ms, "
-			    "said once)", g.state_file, STATE_EVERY_MS);
-		g.state_warned = true;
-		kv_free(&kb);
-		return now + STATE_EVERY_MS;
-	}
-	kv_free(&kb);
-	g.said = true;
-	g.said_keys = keys;
-	g.said_conns = g.nconns;
-	g.said_waiting = waiting;
-	return LLONG_MAX;
 }
 
 /* As many fds as the hard limit allows; fewer connections if it is low. */
@@ -848,13 +678,13 @@ main(int argc, char *argv[])
 			    86400000);
 			break;
 		case 'a':
-			g.allow_file = optarg;
+			g.peers.allow_file = optarg;
 			break;
 		case 'P':
 			parent = num_arg("--parent", optarg, 2, INT_MAX);
 			break;
 		case 'S':
-			g.state_file = optarg;
+			g.state.path = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -897,7 +727,7 @@ main(int argc, char *argv[])
 	TAILQ_INIT(&g.graveyard);
 	TAILQ_INIT(&g.all);
 	TAILQ_INIT(&g.timed);
-	g.uid = geteuid();
+	g.peers.uid = geteuid();
 	TAILQ_INIT(&g.closing);
 	TAILQ_INIT(&g.flushq);
 	g.refusals.what = "refused connections";
@@ -923,7 +753,8 @@ main(int argc, char *argv[])
 		now = mono_ms();
 		next = expire(now);
 		next = ratelim_tick(&g.refusals, now, next);
-		if ((due = state_tick(now)) < next)
+		if ((due = statefile_tick(&g.state, now, store_nkeys(g.st),
+		    g.nconns, store_nwaiting(g.st))) < next)
 			next = due;
 		if (timer_arm_ms(g.timerw.fd, next == LLONG_MAX ? -1 :
 		    next > now ? next - now : 0) == -1)

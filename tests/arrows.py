@@ -41,6 +41,21 @@ RULES = {
     "store/store.c": (["store.h", "msg.h", "loop.h"],
                       ["supervise.h", "config.h", "rdzv.h", "rdzv_server.h",
                        "healthd.h", "timers.h"]),
+    "store/store_cmd.c": (["store_int.h", "store.h", "msg.h"],
+                          ["supervise.h", "config.h", "rdzv.h",
+                           "rdzv_server.h", "healthd.h", "timers.h"]),
+    "store/peers.c": (["peers.h", "sockdiag.h", "msg.h"],
+                      ["supervise.h", "config.h", "rdzv.h", "rdzv_server.h",
+                       "healthd.h", "timers.h"]),
+    "rendezvous/server/rdzv_wire.c": (["rdzv_server_int.h", "rdzvproto.h"],
+                                      ["rdzv.h", "rdzv_host.h", "supervise.h",
+                                       "healthd.h"]),
+    "rendezvous/client/freeport.c": (["freeport.h", "lookup.h"],
+                                     ["rdzv_server.h", "supervise.h",
+                                      "config.h", "healthd.h"]),
+    "watchdog/workers.c": (["watchdogd.h", "timers.h", "msg.h"],
+                           ["supervise.h", "rdzv.h", "healthd.h", "config.h",
+                            "rdzv_server.h"]),
 }
 
 with open(os.path.join(build, "compile_commands.json")) as f:

@@ -1,34 +1,37 @@
 /*
- * The control channel from esv-supervise: the workers' pids and pidfds in, expiries out (wdchan.h).
+ * The control channel from esv-supervise: the workers' pids and pidfds in,
+ * expiries out (wdchan.h).  A new list replaces the workers (struct workers),
+ * drops the timers of those it no longer names, and is announced through
+ * the listed callback: this file calls nothing above it.
  */
 #include "watchdogd.h"
 
 static void
-ctl_events(void)
+ctl_events(struct ctlchan *c)
 {
-	bool out = g.ctl_outlen > 0;
+	bool out = c->outlen > 0;
 
-	if (out == g.ctl_want_out)
+	if (out == c->want_out)
 		return;
-	g.ctl_want_out = out;
-	if (loop_mod(&g.lp, &g.ctlw, EPOLLIN | (out ? EPOLLOUT : 0)) == -1)
+	c->want_out = out;
+	if (loop_mod(c->lp, &c->w, EPOLLIN | (out ? EPOLLOUT : 0)) == -1)
 		die(ESV_EXIT_SYSTEM, "epoll_ctl");
 }
 
 static void
-supervisor_gone(void)
+supervisor_gone(struct ctlchan *c)
 {
 	info_msg("control: the supervisor went away: exiting");
-	g.quit = true;
+	c->gone = true;
 }
 
 static void
-ctl_flush(void)
+ctl_flush(struct ctlchan *c)
 {
 	ssize_t n;
 
-	while (g.ctl_outlen > 0) {
-		n = send(g.ctlw.fd, g.ctl_out, g.ctl_outlen, MSG_NOSIGNAL);
+	while (c->outlen > 0) {
+		n = send(c->w.fd, c->out, c->outlen, MSG_NOSIGNAL);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -36,46 +39,57 @@ ctl_flush(void)
 		if (n == -1) {
 			if (errno != EPIPE && errno != ECONNRESET)
 				warn_sys("control: send");
-			supervisor_gone();
+			supervisor_gone(c);
 			return;
 		}
-		memmove(g.ctl_out, g.ctl_out + n, g.ctl_outlen - n);
-		g.ctl_outlen -= n;
+		memmove(c->out, c->out + n, c->outlen - n);
+		c->outlen -= n;
 	}
-	ctl_events();
+	ctl_events(c);
+}
+
+void
+ctl_open(struct ctlchan *c, int fd)
+{
+	int fl;
+
+	if ((fl = fcntl(fd, F_GETFL)) == -1)
+		die(ESV_EXIT_USAGE, "--control-fd %d", fd);
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		die(ESV_EXIT_SYSTEM, "--control-fd %d", fd);
+	if ((c->in = malloc(WDCHAN_LINE_MAX)) == NULL ||
+	    (c->out = malloc(CTL_OUT_MAX)) == NULL ||
+	    (c->pend = calloc(PEND_MAX, sizeof(*c->pend))) == NULL)
+		die(ESV_EXIT_SYSTEM, "malloc");
+	c->w.fd = fd;
+	c->w.fn = on_ctl;
+	c->w.ctx = c;
 }
 
 /* A supervisor that stops reading loses reports, never the watchdog. */
 void
-ctl_send(char *line)
+ctl_send(struct ctlchan *c, char *line)
 {
 	size_t len;
 
-	if (g.ctlw.fd == -1 || line == NULL) {
+	if (c->w.fd == -1 || line == NULL) {
 		free(line);
 		return;
 	}
 	len = strlen(line);
-	if (g.ctl_outlen + len > CTL_OUT_MAX) {
-		if (g.ctl_dropped++ == 0)
+	if (c->outlen + len > CTL_OUT_MAX) {
+		if (c->dropped++ == 0)
 			warn_msg("control: the supervisor does not read: "
 			    "dropping reports");
 		free(line);
 		return;
 	}
-	g.ctl_dropped = 0;
-	memcpy(g.ctl_out + g.ctl_outlen, line, len);
-	g.ctl_outlen += len;
+	c->dropped = 0;
+	memcpy(c->out + c->outlen, line, len);
+	c->outlen += len;
 	free(line);
-	ctl_flush();
-}
-
-int
-pid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
+	ctl_flush(c);
 }
 
 static void
@@ -115,7 +129,7 @@ other_process(int a, int b)
 
 /* pids[i]'s pidfd is fds[i]; both are ours now. */
 static void
-set_workers(pid_t *pids, size_t n, int *fds)
+set_workers(struct ctlchan *c, pid_t *pids, size_t n, int *fds)
 {
 	struct worker_fd *wf;
 	size_t dropped, i, nkeep = 0;
@@ -138,32 +152,33 @@ set_workers(pid_t *pids, size_t n, int *fds)
 	if ((keep = calloc(n > 0 ? n : 1, sizeof(*keep))) == NULL)
 		die(ESV_EXIT_SYSTEM, "malloc");
 	for (i = 0; i < n; i++) {
-		old = g.npids > 0 ? bsearch(&pids[i], g.pids, g.npids,
-		    sizeof(*g.pids), pid_cmp) : NULL;
-		if (old != NULL && other_process(g.pidfds[old - g.pids],
-		    fds[i]))
+		old = c->wk->n > 0 ? bsearch(&pids[i], c->wk->pids, c->wk->n,
+		    sizeof(*c->wk->pids), pid_cmp) : NULL;
+		if (old != NULL && other_process(c->wk->pidfds[old -
+		    c->wk->pids], fds[i]))
 			info_msg("control: pid %d is another process now",
 			    (int)pids[i]);
 		else
 			keep[nkeep++] = pids[i];
 	}
-	close_fds(g.pidfds, g.npids);
-	free(g.pidfds);
-	free(g.pids);
-	g.pids = pids;
-	g.pidfds = fds;
-	g.npids = n;
-	dropped = timers_keep_pids(&g.ts, keep, nkeep);
+	close_fds(c->wk->pidfds, c->wk->n);
+	free(c->wk->pidfds);
+	free(c->wk->pids);
+	c->wk->pids = pids;
+	c->wk->pidfds = fds;
+	c->wk->n = n;
+	dropped = timers_keep_pids(c->ts, keep, nkeep);
 	free(keep);
-	if (g.verbose || dropped > 0)
+	if (c->verbose || dropped > 0)
 		info_msg("control: %zu workers; %zu timers of others dropped",
 		    n, dropped);
-	replay_held();
+	if (c->listed != NULL)
+		c->listed(c->listed_ctx);
 }
 
 /* A line, with the pidfds that came with it (ours to keep or close). */
 static void
-ctl_line(char *line, int *fds, size_t nfds)
+ctl_line(struct ctlchan *c, char *line, int *fds, size_t nfds)
 {
 	struct wd_expired e;
 	char err[256];
@@ -183,7 +198,7 @@ ctl_line(char *line, int *fds, size_t nfds)
 			    "of them will be signalled", n, nfds);
 			close_fds(fds, nfds);
 		}
-		set_workers(pids, n, pfds);
+		set_workers(c, pids, n, pfds);
 		return;
 	case 'e':
 		warn_msg("control: an expired report is not for me: ignored");
@@ -196,78 +211,79 @@ ctl_line(char *line, int *fds, size_t nfds)
 
 /* The pidfds that came with the bytes up to stream offset end, in order. */
 static int *
-take_fds(unsigned long long end, size_t *n)
+take_fds(struct ctlchan *c, unsigned long long end, size_t *n)
 {
 	static int fds[PEND_MAX];
 	size_t i;
 
-	for (i = 0; i < g.npend && g.pend[i].at <= end; i++)
-		fds[i] = g.pend[i].fd;
-	memmove(g.pend, g.pend + i, (g.npend - i) * sizeof(*g.pend));
-	g.npend -= i;
+	for (i = 0; i < c->npend && c->pend[i].at <= end; i++)
+		fds[i] = c->pend[i].fd;
+	memmove(c->pend, c->pend + i, (c->npend - i) * sizeof(*c->pend));
+	c->npend -= i;
 	*n = i;
 	return fds;
 }
 
 static void
-ctl_split(void)
+ctl_split(struct ctlchan *c)
 {
-	char *nl, *p = g.ctl_in;
-	size_t left = g.ctl_inlen, nfds;
+	char *nl, *p = c->in;
+	size_t left = c->inlen, nfds;
 	int *fds;
 
 	while ((nl = memchr(p, '\n', left)) != NULL) {
 		*nl = '\0';
-		fds = take_fds(g.ctl_off + (nl - g.ctl_in), &nfds);
-		if (!g.ctl_skipping)
-			ctl_line(p, fds, nfds);
+		fds = take_fds(c, c->off + (nl - c->in), &nfds);
+		if (!c->skipping)
+			ctl_line(c, p, fds, nfds);
 		else
 			close_fds(fds, nfds);
-		g.ctl_skipping = false;
+		c->skipping = false;
 		left -= nl + 1 - p;
 		p = nl + 1;
 	}
-	g.ctl_off += p - g.ctl_in;
-	memmove(g.ctl_in, p, left);
-	g.ctl_inlen = left;
-	if (g.ctl_inlen == WDCHAN_LINE_MAX) {
+	c->off += p - c->in;
+	memmove(c->in, p, left);
+	c->inlen = left;
+	if (c->inlen == WDCHAN_LINE_MAX) {
 		warn_msg("control: line longer than %d bytes: skipped",
 		    WDCHAN_LINE_MAX);
-		g.ctl_skipping = true;
-		g.ctl_off += g.ctl_inlen;
-		g.ctl_inlen = 0;
+		c->skipping = true;
+		c->off += c->inlen;
+		c->inlen = 0;
 	}
 }
 
 /* Queue the pidfds of a read whose last byte is at stream offset at. */
 static void
-pend_fds(struct msghdr *mh, unsigned long long at)
+pend_fds(struct ctlchan *c, struct msghdr *mh, unsigned long long at)
 {
-	struct cmsghdr *c;
+	struct cmsghdr *ch;
 	size_t i, n;
 	int fd;
 
-	for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+	for (ch = CMSG_FIRSTHDR(mh); ch != NULL; ch = CMSG_NXTHDR(mh, ch)) {
+		if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
 			continue;
-		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		n = (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (i = 0; i < n; i++) {
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			memcpy(&fd, CMSG_DATA(ch) + i * sizeof(int),
+			    sizeof(fd));
 			/* Too many: dropped, so that line's count is wrong. */
-			if (g.npend < PEND_MAX)
-				g.pend[g.npend++] = (struct pend){ fd, at };
+			if (c->npend < PEND_MAX)
+				c->pend[c->npend++] = (struct pend){ fd, at };
 			else
 				close(fd);
 		}
 	}
 	/* Some were dropped on the way: that line's count will be wrong. */
-	if ((mh->msg_flags & MSG_CTRUNC) && g.npend < PEND_MAX)
-		g.pend[g.npend++] = (struct pend){ -1, at };
+	if ((mh->msg_flags & MSG_CTRUNC) && c->npend < PEND_MAX)
+		c->pend[c->npend++] = (struct pend){ -1, at };
 }
 
 /* Everything the supervisor has sent so far, and the pidfds with it. */
 void
-ctl_drain(void)
+ctl_drain(struct ctlchan *c)
 {
 	union {
 		struct cmsghdr	hdr;
@@ -277,12 +293,12 @@ ctl_drain(void)
 	struct msghdr mh;
 	ssize_t n;
 
-	while (!g.quit && g.ctlw.fd != -1) {
-		iov = (struct iovec){ g.ctl_in + g.ctl_inlen,
-		    WDCHAN_LINE_MAX - g.ctl_inlen };
+	while (!c->gone && c->w.fd != -1) {
+		iov = (struct iovec){ c->in + c->inlen,
+		    WDCHAN_LINE_MAX - c->inlen };
 		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1,
 		    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
-		n = recvmsg(g.ctlw.fd, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(c->w.fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -290,22 +306,23 @@ ctl_drain(void)
 		if (n <= 0) {
 			if (n == -1 && errno != ECONNRESET)
 				warn_sys("control: read");
-			supervisor_gone();
+			supervisor_gone(c);
 			return;
 		}
 		/* The kernel ends a read at the message that carries fds. */
-		pend_fds(&mh, g.ctl_off + g.ctl_inlen + n - 1);
-		g.ctl_inlen += n;
-		ctl_split();
+		pend_fds(c, &mh, c->off + c->inlen + n - 1);
+		c->inlen += n;
+		ctl_split(c);
 	}
 }
 
 void
 on_ctl(struct watch *w, uint32_t events)
 {
-	(void)w;
+	struct ctlchan *c = w->ctx;
+
 	if (events & EPOLLOUT)
-		ctl_flush();
+		ctl_flush(c);
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		ctl_drain();
+		ctl_drain(c);
 }

@@ -10,7 +10,19 @@
  */
 #include "watchdogd.h"
 
-struct watchdogd g;
+/* Every part's state, owned here; each part is handed what it may use. */
+static struct {
+	struct loop	 lp;
+	struct watch	 sigw;
+	bool		 verbose, quit;
+	struct timers	 ts;
+	struct workers	 wk;
+	struct counts	 cnt;
+	struct ctlchan	 ctl;
+	struct expiry	 exp;
+	struct fifo	 fifo;
+	struct queries	 qs;
+} g;
 
 static void
 usage(FILE *f)
@@ -20,81 +32,6 @@ usage(FILE *f)
 	    "       esv-watchdogd --help | --version\n"
 	    "Exit status: 0 stopped by a signal or by the supervisor, 100 usage "
 	    "error,\n111 system error.\n");
-}
-
-static void
-open_fifo(const char *path)
-{
-	struct stat sb;
-
-	g.fifow.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (g.fifow.fd == -1)
-		die(ESV_EXIT_SYSTEM, "%s", path);
-	if (fstat(g.fifow.fd, &sb) == -1)
-		die(ESV_EXIT_SYSTEM, "%s", path);
-	if (!S_ISFIFO(sb.st_mode))
-		diex(ESV_EXIT_USAGE, "%s: not a FIFO", path);
-	if (sb.st_mode & (S_IWGRP | S_IWOTH))
-		warn_msg("%s: others may write it and arm timers", path);
-	/* Never read end-of-file when the last worker closes it. */
-	g.fifo_wfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-	if (g.fifo_wfd == -1)
-		die(ESV_EXIT_SYSTEM, "%s", path);
-	g.fifow.fn = on_fifo;
-}
-
-static void
-open_socket(const char *path)
-{
-	struct sockaddr_un sun;
-	struct stat sb;
-	mode_t um;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
-	    sizeof(sun.sun_path))
-		diex(ESV_EXIT_USAGE, "--socket %s: path too long", path);
-	if (lstat(path, &sb) == 0) {
-		if (!S_ISSOCK(sb.st_mode))
-			diex(ESV_EXIT_USAGE, "%s: exists and is not a socket",
-			    path);
-		if (unlink(path) == -1)
-			die(ESV_EXIT_SYSTEM, "unlink %s", path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		die(ESV_EXIT_SYSTEM, "socket");
-	um = umask(077);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
-		die(ESV_EXIT_SYSTEM, "bind %s", path);
-	umask(um);
-	if (chmod(path, 0600) == -1)
-		die(ESV_EXIT_SYSTEM, "chmod %s", path);
-	if (listen(fd, QUERY_MAX) == -1)
-		die(ESV_EXIT_SYSTEM, "listen %s", path);
-	g.listenw.fd = fd;
-	g.listenw.fn = on_listen;
-	g.sockpath = path;
-}
-
-static void
-open_control(int fd)
-{
-	int fl;
-
-	if ((fl = fcntl(fd, F_GETFL)) == -1)
-		die(ESV_EXIT_USAGE, "--control-fd %d", fd);
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
-	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
-		die(ESV_EXIT_SYSTEM, "--control-fd %d", fd);
-	if ((g.ctl_in = malloc(WDCHAN_LINE_MAX)) == NULL ||
-	    (g.ctl_out = malloc(CTL_OUT_MAX)) == NULL ||
-	    (g.pend = calloc(PEND_MAX, sizeof(*g.pend))) == NULL)
-		die(ESV_EXIT_SYSTEM, "malloc");
-	g.ctlw.fd = fd;
-	g.ctlw.fn = on_ctl;
 }
 
 static void
@@ -113,8 +50,8 @@ on_signal(struct watch *w, uint32_t events)
 		}
 		/* Nothing to reload: say where things stand instead. */
 		info_msg("status: %zu armed, %lu requests, %lu refused, "
-		    "%lu expired, %zu workers", g.ts.n, g.requests, g.refused,
-		    g.expired, g.npids);
+		    "%lu expired, %zu workers", g.ts.n, g.cnt.requests,
+		    g.cnt.refused, g.cnt.expired, g.wk.n);
 	}
 }
 
@@ -129,17 +66,13 @@ static void
 setup_loop(void)
 {
 	loop_daemon_init(&g.lp, &g.sigw, on_signal);
-	/* Expirations are wall-clock times, as torch's clients send them. */
-	g.timerw.fd = timer_open(CLOCK_REALTIME);
-	if (g.timerw.fd == -1)
-		die(ESV_EXIT_SYSTEM, "timerfd_create");
-	g.timerw.fn = on_timer;
-	if ((g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
+	expiry_open(&g.exp);
+	if ((g.qs.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		die(ESV_EXIT_SYSTEM, "/dev/null");
-	add(&g.timerw);
-	add(&g.ctlw);
-	add(&g.fifow);
-	add(&g.listenw);
+	add(&g.exp.w);
+	add(&g.ctl.w);
+	add(&g.fifo.w);
+	add(&g.qs.w);
 }
 
 static void
@@ -147,22 +80,56 @@ run(void)
 {
 	long long now, next;
 
-	while (!g.quit) {
+	while (!g.quit && !g.ctl.gone) {
 		/*
 		 * The supervisor's latest list first: a timer of a worker
 		 * that list no longer names is dropped, not fired.
 		 */
-		ctl_drain();
-		run_expiries();
-		arm_timer();
+		ctl_drain(&g.ctl);
+		run_expiries(&g.exp);
+		arm_timer(&g.exp);
 		now = mono_ms();
-		next = queries_tick(now);
-		next = ratelim_tick(&g.badrl, now, next);
-		next = ratelim_tick(&g.refrl, now, next);
+		next = queries_tick(&g.qs, now);
+		next = ratelim_tick(&g.fifo.badrl, now, next);
+		next = ratelim_tick(&g.fifo.refrl, now, next);
 		if (loop_once(&g.lp, next == LLONG_MAX ? -1 :
 		    (int)(next - now)) == -1)
 			die(ESV_EXIT_SYSTEM, "epoll_wait");
 	}
+}
+
+/* Each part is told the others it uses, down the layers only. */
+static void
+wire(void)
+{
+	g.ctl.w.fd = -1;
+	g.ctl.lp = &g.lp;
+	g.ctl.wk = &g.wk;
+	g.ctl.ts = &g.ts;
+	g.ctl.verbose = g.verbose;
+	g.ctl.listed = replay_held;
+	g.ctl.listed_ctx = &g.fifo;
+
+	g.exp.ts = &g.ts;
+	g.exp.wk = &g.wk;
+	g.exp.ctl = &g.ctl;
+	g.exp.cnt = &g.cnt;
+	g.exp.verbose = g.verbose;
+
+	g.fifo.ts = &g.ts;
+	g.fifo.wk = &g.wk;
+	g.fifo.ctl = &g.ctl;
+	g.fifo.cnt = &g.cnt;
+	g.fifo.verbose = g.verbose;
+	g.fifo.badrl.what = "bad requests";
+	g.fifo.refrl.what = "refused requests";
+
+	g.qs.w.fd = -1;
+	g.qs.lp = &g.lp;
+	g.qs.cnt = &g.cnt;
+	g.qs.ts = &g.ts;
+	g.qs.wk = &g.wk;
+	TAILQ_INIT(&g.qs.q);
 }
 
 static int
@@ -205,7 +172,7 @@ main(int argc, char *argv[])
 			ctlfd = fd_arg(optarg);
 			break;
 		case 'a':
-			g.any_pid = true;
+			g.wk.any_pid = true;
 			break;
 		case 'v':
 			g.verbose = true;
@@ -221,32 +188,30 @@ main(int argc, char *argv[])
 			return ESV_EXIT_USAGE;
 		}
 	}
-	if (optind != argc || fifo == NULL || (ctlfd != -1 && g.any_pid)) {
+	if (optind != argc || fifo == NULL || (ctlfd != -1 && g.wk.any_pid)) {
 		usage(stderr);
 		return ESV_EXIT_USAGE;
 	}
-	g.ctlw.fd = g.listenw.fd = -1;
-	g.badrl.what = "bad requests";
-	g.refrl.what = "refused requests";
 	timers_init(&g.ts);
-	TAILQ_INIT(&g.queries);
+	wire();
 	if (ctlfd != -1)
-		open_control(ctlfd);
-	else if (!g.any_pid)
+		ctl_open(&g.ctl, ctlfd);
+	else if (!g.wk.any_pid)
 		warn_msg("neither --control-fd nor --any-pid: every request "
 		    "will be refused");
-	open_fifo(fifo);
+	g.wk.listed = ctlfd != -1;
+	fifo_open(&g.fifo, fifo);
 	if (sock != NULL)
-		open_socket(sock);
+		query_open(&g.qs, sock);
 	setup_loop();
 	/* The default 50 us of timer slack is half our lateness budget. */
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	g.last_progress = wall_now();
+	g.cnt.last_progress = wall_now();
 	run();
 	/* A burst just before the end is still counted, before we hang up. */
-	ratelim_flush(&g.badrl, 0);
-	ratelim_flush(&g.refrl, 0);
-	if (g.sockpath != NULL)
-		unlink(g.sockpath);
+	ratelim_flush(&g.fifo.badrl, 0);
+	ratelim_flush(&g.fifo.refrl, 0);
+	if (g.qs.path != NULL)
+		unlink(g.qs.path);
 	return ESV_EXIT_OK;
 }

@@ -4,15 +4,15 @@
  */
 #include "watchdogd.h"
 
-bool
-is_worker(pid_t pid)
+void
+expiry_open(struct expiry *e)
 {
-	if (pid == getpid())
-		return false;
-	if (g.ctlw.fd == -1)
-		return g.any_pid;
-	return bsearch(&pid, g.pids, g.npids, sizeof(*g.pids), pid_cmp) !=
-	    NULL;
+	/* Expirations are wall-clock times, as torch's clients send them. */
+	e->w.fd = timer_open(CLOCK_REALTIME);
+	if (e->w.fd == -1)
+		die(ESV_EXIT_SYSTEM, "timerfd_create");
+	e->w.fn = on_timer;
+	e->w.ctx = e;
 }
 
 /*
@@ -23,21 +23,19 @@ is_worker(pid_t pid)
 static bool
 op_send(void *ctx, pid_t pid, int sig)
 {
-	pid_t *p;
+	struct expiry *e = ctx;
 	int fd;
 
-	(void)ctx;
-	g.no_pidfd = false;
-	if (g.ctlw.fd == -1) {
+	e->no_pidfd = false;
+	if (!e->wk->listed) {
 		if (kill(pid, sig) == 0)
 			return true;
 		if (errno != ESRCH)
 			warn_sys("kill %d %s", (int)pid, sig_name(sig));
 		return false;
 	}
-	p = bsearch(&pid, g.pids, g.npids, sizeof(*g.pids), pid_cmp);
-	if (p == NULL || (fd = g.pidfds[p - g.pids]) == -1) {
-		g.no_pidfd = true;
+	if ((fd = worker_pidfd(e->wk, pid)) == -1) {
+		e->no_pidfd = true;
 		return false;
 	}
 	if (esv_pidfd_kill(fd, sig) == 0)
@@ -50,10 +48,10 @@ op_send(void *ctx, pid_t pid, int sig)
 static void
 op_expired(void *ctx, const struct wtimer *t, bool acted, bool sent)
 {
+	struct expiry *ex = ctx;
 	struct wd_expired e;
 	char scope[4 * WDCHAN_SCOPE_MAX + 1], what[64];
 
-	(void)ctx;
 	memset(&e, 0, sizeof(e));
 	e.pid = t->pid;
 	utf8_strlcpy(e.scope, t->scope, sizeof(e.scope));
@@ -62,12 +60,12 @@ op_expired(void *ctx, const struct wtimer *t, bool acted, bool sent)
 	/* To the microsecond: more digits would be noise. */
 	e.lateness_ms = round((wall_now() - t->deadline) * 1e6) / 1e3;
 	e.sent = sent;
-	g.expired++;
+	ex->cnt->expired++;
 	if (sent)
 		snprintf(what, sizeof(what), "sent %s", sig_name(t->signal));
 	else if (acted)
 		snprintf(what, sizeof(what), "%s not sent: %s",
-		    sig_name(t->signal), g.no_pidfd ?
+		    sig_name(t->signal), ex->no_pidfd ?
 		    "the supervisor gave no pidfd for it" : "no such process");
 	else
 		strlcpy(what, t->signal > 0 ? "cleared" : "no signal",
@@ -76,27 +74,27 @@ op_expired(void *ctx, const struct wtimer *t, bool acted, bool sent)
 	info_msg("timer expired: pid %d scope %s deadline %.3f "
 	    "(lateness %.3f ms): %s", (int)t->pid, scope, t->deadline,
 	    e.lateness_ms, what);
-	ctl_send(wdchan_expired(&e));
+	ctl_send(ex->ctl, wdchan_expired(&e));
 }
 
 void
-run_expiries(void)
+run_expiries(struct expiry *e)
 {
 	static const struct timers_ops ops = { op_send, op_expired };
 
-	timers_expire(&g.ts, wall_now(), &ops, NULL);
+	timers_expire(e->ts, wall_now(), &ops, e);
 }
 
 /* The timerfd, on the wall clock as torch's deadlines are. */
 void
-arm_timer(void)
+arm_timer(struct expiry *e)
 {
 	struct itimerspec its;
 	double dl = 0, sec;
 	bool have;
 
-	have = timers_next(&g.ts, &dl);
-	if (g.timer_set == have && (!have || dl == g.timer_dl))
+	have = timers_next(e->ts, &dl);
+	if (e->set == have && (!have || dl == e->dl))
 		return;
 	memset(&its, 0, sizeof(its));
 	if (have) {
@@ -112,22 +110,23 @@ arm_timer(void)
 		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 			its.it_value.tv_nsec = 1;
 	}
-	if (timerfd_settime(g.timerw.fd, TFD_TIMER_ABSTIME |
+	if (timerfd_settime(e->w.fd, TFD_TIMER_ABSTIME |
 	    TFD_TIMER_CANCEL_ON_SET, &its, NULL) == -1)
 		die(ESV_EXIT_SYSTEM, "timerfd_settime");
-	g.timer_set = have;
-	g.timer_dl = dl;
+	e->set = have;
+	e->dl = dl;
 }
 
 void
 on_timer(struct watch *w, uint32_t events)
 {
+	struct expiry *e = w->ctx;
 	uint64_t n;
 
 	(void)events;
 	/* Fired, or ECANCELED: the clock was set.  Either way, arm anew. */
 	if (read(w->fd, &n, sizeof(n)) == -1 && errno == ECANCELED &&
-	    g.verbose)
+	    e->verbose)
 		info_msg("the wall clock was set: deadlines checked again");
-	g.timer_set = false;
+	e->set = false;
 }

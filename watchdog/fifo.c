@@ -1,6 +1,8 @@
 /*
  * The FIFO of timer requests, in torch's FileTimerClient wire format
- * (request.h).
+ * (request.h): each line arms or releases a timer of a worker, or is held
+ * until the supervisor's next list (replay_held, ctlchan.c's listed
+ * callback) says whether its pid is one.
  */
 #include "watchdogd.h"
 
@@ -22,17 +24,25 @@ static struct held held[HOLD_MAX];
 static size_t nheld;
 
 void
-replay_held(void)
+fifo_open(struct fifo *f, const char *path)
 {
-	size_t i, n = nheld;
+	struct stat sb;
 
-	nheld = 0;
-	for (i = 0; i < n; i++) {
-		if (is_worker(held[i].r.pid))
-			apply(held[i].lineno, &held[i].r);
-		else
-			refuse(held[i].lineno, &held[i].r, "not a worker");
-	}
+	f->w.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (f->w.fd == -1)
+		die(ESV_EXIT_SYSTEM, "%s", path);
+	if (fstat(f->w.fd, &sb) == -1)
+		die(ESV_EXIT_SYSTEM, "%s", path);
+	if (!S_ISFIFO(sb.st_mode))
+		diex(ESV_EXIT_USAGE, "%s: not a FIFO", path);
+	if (sb.st_mode & (S_IWGRP | S_IWOTH))
+		warn_msg("%s: others may write it and arm timers", path);
+	/* Never read end-of-file when the last worker closes it. */
+	f->wfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (f->wfd == -1)
+		die(ESV_EXIT_SYSTEM, "%s", path);
+	f->w.fn = on_fifo;
+	f->w.ctx = f;
 }
 
 static void
@@ -45,65 +55,81 @@ log_request(const char *what, const struct request *r)
 	    (int)r->pid, scope, r->expiration, r->signal);
 }
 
-void
-refuse(unsigned long lineno, const struct request *r, const char *why)
+static void
+refuse(struct fifo *f, unsigned long lineno, const struct request *r,
+    const char *why)
 {
 	char scope[4 * WDCHAN_SCOPE_MAX + 1];
 
-	g.refused++;
-	if (!ratelim_allow(&g.refrl))
+	f->cnt->refused++;
+	if (!ratelim_allow(&f->refrl))
 		return;
 	request_vis(scope, sizeof(scope), r->scope, strlen(r->scope));
 	warn_msg("FIFO: line %lu: pid %d scope %s: %s: refused", lineno,
 	    (int)r->pid, scope, why);
 }
 
-void
-apply(unsigned long lineno, const struct request *r)
+static void
+apply(struct fifo *f, unsigned long lineno, const struct request *r)
 {
-	if (!is_worker(r->pid)) {
-		if (g.ctlw.fd == -1 || r->pid == getpid() || nheld == HOLD_MAX)
-			refuse(lineno, r, "not a worker");
+	if (!is_worker(f->wk, r->pid)) {
+		if (!f->wk->listed || r->pid == getpid() || nheld == HOLD_MAX)
+			refuse(f, lineno, r, "not a worker");
 		else
 			held[nheld++] = (struct held){ *r, lineno };
 		return;
 	}
 	if (r->release) {
-		timers_release(&g.ts, r->pid, r->scope);
-		if (g.verbose)
+		timers_release(f->ts, r->pid, r->scope);
+		if (f->verbose)
 			log_request("release", r);
-	} else if (g.ts.n >= TIMERS_MAX) {
-		refuse(lineno, r, "too many timers");
+	} else if (f->ts->n >= TIMERS_MAX) {
+		refuse(f, lineno, r, "too many timers");
 		return;
-	} else if (timers_set(&g.ts, r->pid, r->scope, r->expiration,
+	} else if (timers_set(f->ts, r->pid, r->scope, r->expiration,
 	    r->signal) == -1) {
 		warn_sys("FIFO: line %lu: cannot arm", lineno);
 		return;
-	} else if (g.verbose)
+	} else if (f->verbose)
 		log_request("arm", r);
-	g.requests++;
-	g.last_progress = wall_now();
+	f->cnt->requests++;
+	f->cnt->last_progress = wall_now();
+}
+
+void
+replay_held(void *fifo)
+{
+	struct fifo *f = fifo;
+	size_t i, n = nheld;
+
+	nheld = 0;
+	for (i = 0; i < n; i++) {
+		if (is_worker(f->wk, held[i].r.pid))
+			apply(f, held[i].lineno, &held[i].r);
+		else
+			refuse(f, held[i].lineno, &held[i].r, "not a worker");
+	}
 }
 
 static void
 on_line(void *ctx, unsigned long lineno, const char *line, size_t len,
     const char *err)
 {
+	struct fifo *f = ctx;
 	struct request r;
 	char why[256];
 
-	(void)ctx;
 	if (err != NULL) {
-		if (ratelim_allow(&g.badrl))
+		if (ratelim_allow(&f->badrl))
 			warn_msg("FIFO: line %lu: %s", lineno, err);
 		return;
 	}
 	switch (request_parse(line, len, &r, why, sizeof(why))) {
 	case 0:
-		apply(lineno, &r);
+		apply(f, lineno, &r);
 		break;
 	case -1:
-		if (ratelim_allow(&g.badrl))
+		if (ratelim_allow(&f->badrl))
 			warn_msg("FIFO: line %lu: %s", lineno, why);
 		break;
 	}
@@ -113,14 +139,15 @@ void
 on_fifo(struct watch *w, uint32_t events)
 {
 	static char buf[FIFO_READ];
+	struct fifo *f = w->ctx;
 	ssize_t n;
 
 	(void)events;
 	/* A worker's first request may follow the line that names it. */
-	ctl_drain();
+	ctl_drain(f->ctl);
 	n = read(w->fd, buf, sizeof(buf));
 	if (n > 0)
-		reqreader_feed(&g.rr, buf, n, on_line, NULL);
+		reqreader_feed(&f->rr, buf, n, on_line, f);
 	else if (n == 0)
 		diex(ESV_EXIT_SYSTEM, "FIFO: end of file with a writer open");
 	else if (errno != EAGAIN && errno != EINTR)

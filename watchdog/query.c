@@ -4,13 +4,51 @@
  */
 #include "watchdogd.h"
 
-static void
-query_close(struct query *q)
+/* The status socket, bound and listening, or a usage error. */
+void
+query_open(struct queries *qs, const char *path)
 {
-	loop_del(&g.lp, &q->w);
+	struct sockaddr_un sun;
+	struct stat sb;
+	mode_t um;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
+	    sizeof(sun.sun_path))
+		diex(ESV_EXIT_USAGE, "--socket %s: path too long", path);
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISSOCK(sb.st_mode))
+			diex(ESV_EXIT_USAGE, "%s: exists and is not a socket",
+			    path);
+		if (unlink(path) == -1)
+			die(ESV_EXIT_SYSTEM, "unlink %s", path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		die(ESV_EXIT_SYSTEM, "socket");
+	um = umask(077);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+		die(ESV_EXIT_SYSTEM, "bind %s", path);
+	umask(um);
+	if (chmod(path, 0600) == -1)
+		die(ESV_EXIT_SYSTEM, "chmod %s", path);
+	if (listen(fd, QUERY_MAX) == -1)
+		die(ESV_EXIT_SYSTEM, "listen %s", path);
+	qs->w.fd = fd;
+	qs->w.fn = on_listen;
+	qs->w.ctx = qs;
+	qs->path = path;
+}
+
+static void
+query_close(struct queries *qs, struct query *q)
+{
+	loop_del(qs->lp, &q->w);
 	close(q->w.fd);
-	TAILQ_REMOVE(&g.queries, q, entry);
-	g.nqueries--;
+	TAILQ_REMOVE(&qs->q, q, entry);
+	qs->n--;
 	free(q);
 }
 
@@ -39,15 +77,15 @@ reply_error(int fd, const char *why)
 }
 
 static void
-reply_status(int fd)
+reply_status(const struct queries *qs, int fd)
 {
 	struct wd_status st = {
-		.last_progress = g.last_progress,
-		.armed = g.ts.n,
-		.requests = g.requests,
-		.refused = g.refused,
-		.expired = g.expired,
-		.workers = g.npids,
+		.last_progress = qs->cnt->last_progress,
+		.armed = qs->ts->n,
+		.requests = qs->cnt->requests,
+		.refused = qs->cnt->refused,
+		.expired = qs->cnt->expired,
+		.workers = qs->wk->n,
 		.pid = getpid(),
 	};
 
@@ -58,6 +96,7 @@ static void
 on_query(struct watch *w, uint32_t events)
 {
 	struct query *q = w->ctx;
+	struct queries *qs = q->qs;
 	char *nl;
 	ssize_t n;
 
@@ -74,11 +113,11 @@ on_query(struct watch *w, uint32_t events)
 		if (nl != NULL)
 			*nl = '\0';
 		if (nl != NULL && strcmp(q->buf, "status") == 0)
-			reply_status(w->fd);
+			reply_status(qs, w->fd);
 		else
 			reply_error(w->fd, "unknown request: want status");
 	}
-	query_close(q);
+	query_close(qs, q);
 }
 
 static bool
@@ -93,11 +132,11 @@ peer_ok(int fd)
 }
 
 static void
-query_new(int fd)
+query_new(struct queries *qs, int fd)
 {
 	struct query *q;
 
-	if (g.nqueries >= QUERY_MAX) {
+	if (qs->n >= QUERY_MAX) {
 		reply_error(fd, "too many connections");
 		close(fd);
 		return;
@@ -115,27 +154,29 @@ query_new(int fd)
 	q->w.fd = fd;
 	q->w.fn = on_query;
 	q->w.ctx = q;
+	q->qs = qs;
 	q->deadline = mono_ms() + QUERY_MS;
-	if (loop_add(&g.lp, &q->w, EPOLLIN) == -1) {
+	if (loop_add(qs->lp, &q->w, EPOLLIN) == -1) {
 		warn_sys("epoll_ctl");
 		close(fd);
 		free(q);
 		return;
 	}
-	TAILQ_INSERT_TAIL(&g.queries, q, entry);
-	g.nqueries++;
+	TAILQ_INSERT_TAIL(&qs->q, q, entry);
+	qs->n++;
 }
 
 void
 on_listen(struct watch *w, uint32_t events)
 {
+	struct queries *qs = w->ctx;
 	int fd, i;
 
 	(void)events;
 	for (i = 0; i < QUERY_MAX; i++) {
 		fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd != -1) {
-			query_new(fd);
+			query_new(qs, fd);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -146,21 +187,21 @@ on_listen(struct watch *w, uint32_t events)
 			return;
 		}
 		/* Out of fds: the spare one lets us take the client off. */
-		close(g.spare_fd);
+		close(qs->spare_fd);
 		if ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) != -1)
 			close(fd);
-		g.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		qs->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		return;
 	}
 }
 
 /* Connections are taken in order, so their deadlines are in order too. */
 long long
-queries_tick(long long now)
+queries_tick(struct queries *qs, long long now)
 {
 	struct query *q;
 
-	while ((q = TAILQ_FIRST(&g.queries)) != NULL && q->deadline <= now)
-		query_close(q);
+	while ((q = TAILQ_FIRST(&qs->q)) != NULL && q->deadline <= now)
+		query_close(qs, q);
 	return q != NULL ? q->deadline : LLONG_MAX;
 }

@@ -1,11 +1,16 @@
 /*
- * esv-watchdogd's parts (esv-watchdogd.c has main and the setup): the
- * state they share, owned by the one process, and what each part offers
- * the others.
- *	ctlchan.c	the control channel from esv-supervise (wdchan.h)
- *	expiry.c	the timers' deadlines on the timerfd, and expiry
- *	fifo.c		the FIFO of timer requests (request.h)
- *	query.c		the status socket
+ * esv-watchdogd's parts, top down.  esv-watchdogd.c has main, the loop
+ * and the signals; it owns every part's state and hands each part the
+ * others it may use, so that no call runs back up:
+ *	fifo.c		the FIFO of timer requests (request.h): arms and
+ *			releases timers, holds requests of pids not listed yet
+ *	query.c		the status socket: reads the counts, changes nothing
+ *	expiry.c	the timers' deadlines on the timerfd, and expiry:
+ *			signals a worker, reports on the control channel
+ *	ctlchan.c	the control channel from esv-supervise (wdchan.h): the
+ *			workers' list in, reports out; it tells whoever set
+ *			its "listed" callback (fifo.c) that a list came
+ *	workers.c	the workers named by that list, and their pidfds
  */
 #ifndef ESV_WATCHDOGD_H
 #define ESV_WATCHDOGD_H
@@ -53,8 +58,78 @@
 #define DEADLINE_MAX	1e11	/* year 5138: far enough, and fits time_t */
 #define PEND_MAX	65536	/* pidfds received, not yet given to a line */
 
+/* The workers esv-supervise named (workers.c). */
+struct workers {
+	pid_t		*pids;		/* sorted */
+	int		*pidfds;	/* of pids[i], or -1 */
+	size_t		 n;
+	bool		 listed;	/* a control channel names them */
+	bool		 any_pid;	/* no list: any other pid is one */
+};
+
+/* What the status socket and SIGHUP tell; fifo.c and expiry.c count. */
+struct counts {
+	double		 last_progress;
+	unsigned long	 requests, refused, expired;
+};
+
+/* The control channel (ctlchan.c). */
+struct ctlchan {
+	struct watch	 w;		/* fd -1: no supervisor */
+	struct loop	*lp;
+	struct workers	*wk;		/* set anew by each list */
+	struct timers	*ts;		/* timers of pids unlisted dropped */
+	bool		 verbose;
+	bool		 gone;		/* the supervisor went away */
+	/* A list of workers was taken in (may be NULL). */
+	void		(*listed)(void *ctx);
+	void		*listed_ctx;
+
+	char		*in, *out;
+	size_t		 inlen, outlen;
+	unsigned long long off;		/* stream offset of in[0] */
+	/*
+	 * Received pidfds (-1: some were lost), by the read that brought
+	 * them: at is the stream offset of that read's last byte.
+	 */
+	struct pend {
+		int			 fd;
+		unsigned long long	 at;
+	}		*pend;
+	size_t		 npend;
+	bool		 skipping, want_out;
+	unsigned long	 dropped;
+};
+
+/* The timerfd and expiry (expiry.c). */
+struct expiry {
+	struct watch	 w;
+	struct timers	*ts;
+	const struct workers *wk;
+	struct ctlchan	*ctl;		/* reports go there */
+	struct counts	*cnt;
+	bool		 verbose;
+	bool		 set;		/* the timerfd holds dl */
+	double		 dl;
+	bool		 no_pidfd;	/* the last send had none to use */
+};
+
+/* The FIFO of requests (fifo.c). */
+struct fifo {
+	struct watch	 w;
+	int		 wfd;		/* ours, so no end-of-file */
+	struct reqreader rr;
+	struct timers	*ts;
+	const struct workers *wk;
+	struct ctlchan	*ctl;		/* drained before each read */
+	struct counts	*cnt;
+	bool		 verbose;
+	struct ratelim	 badrl, refrl;
+};
+
 struct query {
 	struct watch		w;
+	struct queries		*qs;
 	TAILQ_ENTRY(query)	entry;
 	long long		deadline;	/* CLOCK_MONOTONIC ms */
 	size_t			len;
@@ -62,63 +137,43 @@ struct query {
 };
 TAILQ_HEAD(queryq, query);
 
-struct watchdogd {
-	struct loop	 lp;
-	struct watch	 sigw, timerw, fifow, ctlw, listenw;
-	int		 fifo_wfd, spare_fd;
-	const char	*sockpath;
-	bool		 verbose, any_pid, quit;
-
-	struct reqreader rr;
-	struct timers	 ts;
-	bool		 timer_set;	/* the timerfd holds timer_dl */
-	double		 timer_dl;
-
-	pid_t		*pids;		/* sorted workers */
-	int		*pidfds;	/* of pids[i], or -1 */
-	size_t		 npids;
-
-	char		*ctl_in, *ctl_out;
-	size_t		 ctl_inlen, ctl_outlen;
-	unsigned long long ctl_off;	/* stream offset of ctl_in[0] */
-	/* Received pidfds (-1: some were lost), by the read that brought them. */
-	struct pend {
-		int			 fd;
-		unsigned long long	 at;	/* offset of that read's last byte */
-	}		*pend;
-	size_t		 npend;
-	bool		 ctl_skipping, ctl_want_out;
-	bool		 no_pidfd;	/* the last send had none to use */
-	unsigned long	 ctl_dropped;
-
-	struct queryq	 queries;
-	unsigned	 nqueries;
-
-	double		 last_progress;
-	unsigned long	 requests, refused, expired;
-	struct ratelim	 badrl, refrl;
+/* The status socket (query.c). */
+struct queries {
+	struct watch	 w;		/* listening; fd -1: none */
+	struct loop	*lp;
+	const char	*path;
+	int		 spare_fd;	/* given up to take a client off */
+	struct queryq	 q;
+	unsigned	 n;
+	/* What a status line shows. */
+	const struct counts *cnt;
+	const struct timers *ts;
+	const struct workers *wk;
 };
 
-extern struct watchdogd g;
-
-/* ctlchan.c */
-void	ctl_send(char *line);
+/* workers.c */
 int	pid_cmp(const void *a, const void *b);
-void	ctl_drain(void);
+bool	is_worker(const struct workers *wk, pid_t pid);
+/* pid's pidfd; -1 if it has none (or is not listed). */
+int	worker_pidfd(const struct workers *wk, pid_t pid);
+/* ctlchan.c */
+void	ctl_open(struct ctlchan *c, int fd);
+void	ctl_send(struct ctlchan *c, char *line);
+void	ctl_drain(struct ctlchan *c);
 void	on_ctl(struct watch *w, uint32_t events);
 /* expiry.c */
-bool	is_worker(pid_t pid);
-void	run_expiries(void);
-void	arm_timer(void);
+void	expiry_open(struct expiry *e);
+void	run_expiries(struct expiry *e);
+void	arm_timer(struct expiry *e);
 void	on_timer(struct watch *w, uint32_t events);
 /* fifo.c */
-void	refuse(unsigned long lineno, const struct request *r, const char *why);
-void	apply(unsigned long lineno, const struct request *r);
+void	fifo_open(struct fifo *f, const char *path);
 void	on_fifo(struct watch *w, uint32_t events);
 /* Requests of pids not yet listed, judged again once a list came. */
-void	replay_held(void);
+void	replay_held(void *fifo);
 /* query.c */
+void	query_open(struct queries *qs, const char *path);
 void	on_listen(struct watch *w, uint32_t events);
-long long queries_tick(long long now);
+long long queries_tick(struct queries *qs, long long now);
 
 #endif

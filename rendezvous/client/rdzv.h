@@ -164,10 +164,4 @@ void	rdzv_close(struct rdzv *rz, bool job_over);
  */
 void	rdzv_check(struct rdzv *rz);
 
-/*
- * A TCP port free now on the first address of a (bind port 0); 0 on
- * error.  Names are resolved before the loop runs (lookup_now).
- */
-unsigned rdzv_free_port(const struct lookup_answer *a);
-
 #endif

@@ -34,6 +34,7 @@
 
 #include "atomicfile.h"
 #include "ctldir.h"
+#include "freeport.h"
 #include "msg.h"
 #include "progpath.h"
 #include "rdzv.h"

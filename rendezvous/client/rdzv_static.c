@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "freeport.h"
 #include "rdzv.h"
 
 static int

@@ -1,5 +1,9 @@
-#include <arpa/inet.h>
-
+/*
+ * The rounds of a job: a JOIN taken in, a round completed or given up,
+ * the wait list, the exit barrier and the nodes lost at it, recovery
+ * after a restart of the server.  This file decides; rdzv_tell.c says it
+ * to the nodes and rdzv_table.c keeps the record of jobs and nodes.
+ */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,38 +14,6 @@
 #include "rdzv_server_int.h"
 
 static void	evaluate(struct rdzv_server *, struct job *);
-
-static void
-send_n(struct rdzv_server *srv, struct rdzv_sconn *sc, enum rdzv_verb v,
-    unsigned n)
-{
-	struct rdzv_msg m = { .verb = v };
-
-	m.u.n = n;
-	srv_send(srv, sc, &m);
-}
-
-static void
-send_joined(struct rdzv_server *srv, struct node *nd)
-{
-	struct rdzv_msg m = { .verb = RV_JOINED };
-	struct job *job = nd->job;
-
-	m.u.joined.round = job->round;
-	m.u.joined.participants = job->count[NS_JOINED];
-	m.u.joined.waiting = job->count[NS_WAITING];
-	srv_send(srv, nd->sc, &m);
-}
-
-static void
-broadcast_waiting(struct rdzv_server *srv, struct job *job)
-{
-	struct node *nd;
-
-	RB_FOREACH(nd, nodetree, &job->nodes)
-		if (nd->status == NS_RUNNING)
-			send_n(srv, nd->sc, RV_WAITING, job->count[NS_WAITING]);
-}
 
 static void
 lost_clear(struct job *job)
@@ -98,7 +70,7 @@ tell_lost(struct rdzv_server *srv, struct job *job, struct node *only)
 	RB_FOREACH(nd, nodetree, &job->nodes)
 		if (nd->status == NS_FINISHED && !nd->released &&
 		    (only == NULL || nd == only))
-			send_n(srv, nd->sc, RV_LOST, nd->round);
+			tell_n(srv, nd->sc, RV_LOST, nd->round);
 }
 
 /*
@@ -117,7 +89,7 @@ check_release(struct rdzv_server *srv, struct job *job)
 		return;
 	RB_FOREACH(nd, nodetree, &job->nodes)
 		if (nd->status == NS_FINISHED && !nd->released) {
-			send_n(srv, nd->sc, RV_RELEASE, nd->round);
+			tell_n(srv, nd->sc, RV_RELEASE, nd->round);
 			nd->released = true;
 			job->passed = true;
 			job->passed_round = nd->round;
@@ -161,7 +133,7 @@ membership_change(struct rdzv_server *srv, struct job *job,
 				    "%u", job->run_id, nd->id, nd->round,
 				    job->round);
 			set_status(nd, NS_EXPECTED);
-			send_n(srv, nd->sc, RV_RESTART, job->round);
+			tell_n(srv, nd->sc, RV_RESTART, job->round);
 		}
 	lost_clear(job);
 	RB_FOREACH(nd, nodetree, &job->nodes) {
@@ -172,84 +144,13 @@ membership_change(struct rdzv_server *srv, struct job *job,
 			info_msg("job %s: node %s joined round %u from the "
 			    "wait list", job->run_id, nd->id, job->round);
 			set_status(nd, NS_JOINED);
-			send_joined(srv, nd);
+			tell_joined(srv, nd);
 		}
 	}
 	if (joiner != NULL)
-		send_joined(srv, joiner);
+		tell_joined(srv, joiner);
 	evaluate(srv, job);
 	check_release(srv, job);
-}
-
-/*
- * Past this many nodes a round's addresses would not fit what a
- * connection may have queued: group rank 0 is then told none, and its
- * agent store lets any host in, as it says.
- */
-#define MEMBERS_MAX	200
-
-static bool
-numeric(const char *a)
-{
-	struct in6_addr buf;
-
-	return inet_pton(AF_INET, a, &buf) == 1 ||
-	    inet_pton(AF_INET6, a, &buf) == 1;
-}
-
-/*
- * To the node of group rank 0, before its ROUND: the addresses of the
- * round's nodes, for its agent store (esv-stored --allow-file).  Both
- * the one a node connects to us from and the one it gave, if numeric:
- * a host with two networks may reach the store by either.
- */
-static void
-send_members(struct rdzv_server *srv, struct node *to, struct node **nodes,
-    unsigned n, unsigned round)
-{
-	struct rdzv_msg m = { .verb = RV_MEMBER };
-	unsigned i;
-
-	if (n > MEMBERS_MAX) {
-		info_msg("job %s: round %u: %u nodes, more than %d: their "
-		    "addresses are not sent", to->job->run_id, round, n,
-		    MEMBERS_MAX);
-		return;
-	}
-	m.u.member.round = round;
-	for (i = 0; i < n; i++) {
-		if (rdzv_addr_ok(nodes[i]->sc->ip)) {
-			strlcpy(m.u.member.addr, nodes[i]->sc->ip,
-			    sizeof(m.u.member.addr));
-			srv_send(srv, to->sc, &m);
-		}
-		if (numeric(nodes[i]->addr) &&
-		    strcmp(nodes[i]->addr, nodes[i]->sc->ip) != 0) {
-			strlcpy(m.u.member.addr, nodes[i]->addr,
-			    sizeof(m.u.member.addr));
-			srv_send(srv, to->sc, &m);
-		}
-	}
-}
-
-static void
-send_round(struct rdzv_server *srv, struct node *nd,
-    const struct rank_assignment *ra, const struct node *master)
-{
-	struct rdzv_msg m = { .verb = RV_ROUND };
-	struct rdzv_round_msg *r = &m.u.round;
-
-	r->round = nd->job->round;
-	r->group_rank = ra->group_rank;
-	r->group_world_size = ra->group_world_size;
-	r->base_rank = ra->base_rank;
-	r->world_size = ra->world_size;
-	r->base_role_rank = ra->base_role_rank;
-	r->role_world_size = ra->role_world_size;
-	strlcpy(r->master_addr, master->addr, sizeof(r->master_addr));
-	r->master_port = master->port;
-	nd->assigned = *r;
-	srv_send(srv, nd->sc, &m);
 }
 
 static void
@@ -275,11 +176,11 @@ complete(struct rdzv_server *srv, struct job *job)
 			groups[i].local_world_size = nd->nproc;
 			members[i++] = nd;
 		}
-	send_members(srv, members[0], members, n, job->round);
+	tell_members(srv, members[0], members, n, job->round);
 	for (i = 0; i < n; i++) {
 		/* nproc and the node count are bounded: no overflow. */
 		(void)ranks_assign(groups, n, i, &ra);
-		send_round(srv, members[i], &ra, members[0]);
+		tell_round(srv, members[i], &ra, members[0]);
 		set_status(members[i], NS_RUNNING);
 		members[i]->group_rank = i;
 		members[i]->round = job->round;
@@ -291,7 +192,7 @@ complete(struct rdzv_server *srv, struct job *job)
 	    ra.world_size, members[0]->addr, members[0]->port,
 	    srv->now - job->last_join);
 	if (job->count[NS_WAITING] > 0)
-		broadcast_waiting(srv, job);
+		tell_waiting(srv, job);
 out:
 	free(groups);
 	free(members);
@@ -367,7 +268,7 @@ running_again(struct rdzv_server *srv, struct job *job)
 	if (next <= job->max && job->count[NS_FINISHED] == 0)
 		membership_change(srv, job, NULL);
 	else
-		broadcast_waiting(srv, job);
+		tell_waiting(srv, job);
 }
 
 static void
@@ -444,7 +345,7 @@ node_lost(struct rdzv_server *srv, struct node *nd, const char *why)
 		else if (st == NS_RUNNING)
 			membership_change(srv, job, NULL);
 		else if (st == NS_WAITING && job->phase == JP_RUNNING)
-			broadcast_waiting(srv, job);
+			tell_waiting(srv, job);
 	}
 	check_release(srv, job);
 }
@@ -457,23 +358,6 @@ job_node_gone(struct rdzv_server *srv, struct rdzv_sconn *sc,
 
 	node_lost(srv, sc->node, why != NULL ? why : "replaced");
 	job_gc(srv, job);
-}
-
-/* As send_members, again: the round's nodes are those that run it. */
-static void
-resend_members(struct rdzv_server *srv, struct job *job, struct node *to)
-{
-	struct node *nd, **nodes;
-	unsigned n = 0;
-
-	if ((nodes = calloc(job->nnodes + 1, sizeof(*nodes))) == NULL)
-		return;
-	RB_FOREACH(nd, nodetree, &job->nodes)
-		if (nd->status == NS_RUNNING && nd->round == job->round &&
-		    n <= job->nnodes)
-			nodes[n++] = nd;
-	send_members(srv, to, nodes, n, job->round);
-	free(nodes);
 }
 
 /*
@@ -491,7 +375,7 @@ join_again(struct rdzv_server *srv, struct job *job, struct node *nd,
 	if (nd == NULL || j->round > job->round)
 		return false;
 	if (nd->status == NS_JOINED && job->phase == JP_GATHERING) {
-		send_joined(srv, nd);
+		tell_joined(srv, nd);
 		return true;
 	}
 	if (nd->status != NS_RUNNING || nd->round != job->round ||
@@ -499,9 +383,9 @@ join_again(struct rdzv_server *srv, struct job *job, struct node *nd,
 		return false;
 	info_msg("job %s: node %s joined round %u again", job->run_id,
 	    nd->id, job->round);
-	send_joined(srv, nd);
+	tell_joined(srv, nd);
 	if (nd->assigned.group_rank == 0)
-		resend_members(srv, job, nd);
+		tell_members_again(srv, job, nd);
 	m.u.round = nd->assigned;
 	srv_send(srv, nd->sc, &m);
 	return true;
@@ -526,7 +410,7 @@ join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 		if (nd == NULL || nd->status != NS_RUNNING) {
 			nd = node_set(job, sc, nd, j, NS_WAITING);
 			if (nd != NULL)
-				send_joined(srv, nd);
+				tell_joined(srv, nd);
 			return;
 		}
 		/* A recovered member's group failed: recovery is moot. */
@@ -539,7 +423,7 @@ join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 		info_msg("job %s: node %s joined round %u", job->run_id,
 		    nd->id, job->round);
 		job->last_join = srv->now;
-		send_joined(srv, nd);
+		tell_joined(srv, nd);
 		evaluate(srv, job);
 		return;
 	}
@@ -572,8 +456,8 @@ join_new(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 		info_msg("job %s: node %s waits: %u nodes at most",
 		    job->run_id, nd->id, job->max);
 	set_status(nd, NS_WAITING);
-	send_joined(srv, nd);
-	broadcast_waiting(srv, job);
+	tell_joined(srv, nd);
+	tell_waiting(srv, job);
 }
 
 /* Is j a reconnection of the member nd, as the server knows it? */
@@ -610,7 +494,7 @@ reattach(struct rdzv_server *srv, struct job *job, struct node *nd,
 		/* Its BARRIER was lost with the old connection. */
 		job_barrier(srv, nd->sc, j->round);
 	} else if (nd->status == NS_FINISHED && nd->released)
-		send_n(srv, nd->sc, RV_RELEASE, nd->round);
+		tell_n(srv, nd->sc, RV_RELEASE, nd->round);
 	else if (nd->status == NS_FINISHED)
 		tell_lost(srv, job, nd);
 }
@@ -630,7 +514,7 @@ back_to_barrier(struct rdzv_server *srv, struct job *job,
 	if (done && job->passed && j->round == job->passed_round) {
 		info_msg("job %s: node %s is back: the exit barrier of round "
 		    "%u passed: released", job->run_id, j->node_id, j->round);
-		send_n(srv, sc, RV_RELEASE, j->round);
+		tell_n(srv, sc, RV_RELEASE, j->round);
 		return true;
 	}
 	if (nd != NULL || job->phase != JP_RUNNING ||
@@ -686,7 +570,7 @@ join_back(struct rdzv_server *srv, struct job *job, struct rdzv_sconn *sc,
 	    nd->status == NS_FINISHED))
 		node_lost(srv, nd, "came back from another round");
 	next = job->phase == JP_GATHERING ? job->round : job->round + 1;
-	send_n(srv, sc, RV_RESTART, next > j->round ? next : j->round + 1);
+	tell_n(srv, sc, RV_RESTART, next > j->round ? next : j->round + 1);
 }
 
 static void
@@ -746,7 +630,7 @@ job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
 			info_msg("job %s: node %s is back: the exit barrier of "
 			    "round %u passed: released", job->run_id,
 			    j->node_id, j->round);
-			send_n(srv, sc, RV_RELEASE, j->round);
+			tell_n(srv, sc, RV_RELEASE, j->round);
 			return;
 		}
 		srv_refuse(srv, sc, "closed", "job %s is closed", job->run_id);
@@ -845,7 +729,7 @@ job_close(struct rdzv_server *srv, struct rdzv_sconn *sc)
 	RB_FOREACH_SAFE(nd, nodetree, &job->nodes, next) {
 		if (nd->status == NS_RUNNING || nd->status == NS_FINISHED)
 			continue;
-		send_n(srv, nd->sc, RV_CLOSED, 0);
+		tell_n(srv, nd->sc, RV_CLOSED, 0);
 		srv_kill(srv, nd->sc, "job closed");
 		node_free(job, nd);
 	}

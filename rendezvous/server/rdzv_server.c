@@ -1,6 +1,12 @@
+/*
+ * esv-rdzv's connections (the entry points of rdzv_server.h): the
+ * greeting, the first line (a sealed JOIN, or a refusal), each line
+ * dispatched to rdzv_job.c, hang-ups reaped at the end of every entry
+ * point, heartbeats, leases and the deadline of who has not
+ * authenticated.
+ */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +14,7 @@
 #include "msg.h"
 #include "rdzv_server_int.h"
 
-#define WARN_BURST	20	/* warnings per address per second */
-
 static void	send_ack(struct rdzv_server *srv, struct rdzv_sconn *sc);
-
-static int
-warn_cmp(struct ipwarn *a, struct ipwarn *b)
-{
-	return strcmp(a->ip, b->ip);
-}
-RB_GENERATE_STATIC(warntree, ipwarn, rb, warn_cmp)
 
 struct rdzv_server *
 rdzv_server_new(const struct rdzv_server_conf *conf,
@@ -45,7 +42,6 @@ void
 rdzv_server_free(struct rdzv_server *srv)
 {
 	struct rdzv_sconn *sc;
-	struct ipwarn *w;
 
 	if (srv == NULL)
 		return;
@@ -55,10 +51,7 @@ rdzv_server_free(struct rdzv_server *srv)
 		explicit_bzero(sc->key, sizeof(sc->key));
 		free(sc);
 	}
-	while ((w = RB_MIN(warntree, &srv->warns)) != NULL) {
-		RB_REMOVE(warntree, &srv->warns, w);
-		free(w);
-	}
+	warns_free(srv);
 	explicit_bzero(srv->token, sizeof(srv->token));
 	free(srv);
 }
@@ -73,169 +66,6 @@ unsigned
 rdzv_server_njobs(const struct rdzv_server *srv)
 {
 	return srv->njobs;
-}
-
-static void
-vwarn_ip(struct rdzv_server *srv, const char *ip, const char *fmt,
-    va_list ap)
-{
-	struct ipwarn key, *w;
-	char buf[1024];
-
-	strlcpy(key.ip, ip, sizeof(key.ip));
-	if ((w = RB_FIND(warntree, &srv->warns, &key)) == NULL &&
-	    (w = calloc(1, sizeof(*w))) != NULL) {
-		strlcpy(w->ip, ip, sizeof(w->ip));
-		w->window = srv->now;
-		RB_INSERT(warntree, &srv->warns, w);
-	}
-	if (w != NULL && srv->now - w->window >= 1000) {
-		if (w->suppressed > 0)
-			warn_msg("%s: %u warnings suppressed", w->ip,
-			    w->suppressed);
-		w->window = srv->now;
-		w->count = w->suppressed = 0;
-	}
-	if (w != NULL && w->count++ >= WARN_BURST) {
-		w->suppressed++;
-		return;
-	}
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	warn_msg("%s", buf);
-}
-
-void
-rdzv_server_warn(struct rdzv_server *srv, const char *ip, long long now,
-    const char *fmt, ...)
-{
-	va_list ap;
-
-	srv->now = now;
-	va_start(ap, fmt);
-	vwarn_ip(srv, ip, fmt, ap);
-	va_end(ap);
-}
-
-/* A window is over: say what was held back, forget the address. */
-static void
-warns_expire(struct rdzv_server *srv)
-{
-	struct ipwarn *w, *next;
-
-	RB_FOREACH_SAFE(w, warntree, &srv->warns, next) {
-		if (srv->now - w->window < 1000)
-			continue;
-		if (w->suppressed > 0)
-			warn_msg("%s: %u warnings suppressed", w->ip,
-			    w->suppressed);
-		RB_REMOVE(warntree, &srv->warns, w);
-		free(w);
-	}
-}
-
-static void
-send_line(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *line,
-    size_t len)
-{
-	if (sc->dead)
-		return;
-	if (srv->conf.verbose)
-		info_msg("%s: > %.*s", sc->peer, (int)len - 1, line);
-	/* A peer that hung up is no slow reader: say which it was. */
-	if (srv->ops.send(srv->ops.ctx, sc->conn, line, len) == -1)
-		srv_kill(srv, sc, errno == ENOBUFS ? "not reading" : "eof");
-}
-
-void
-srv_send(struct rdzv_server *srv, struct rdzv_sconn *sc,
-    const struct rdzv_msg *m)
-{
-	char line[RDZV_LINE_MAX + 1];
-	int n;
-
-	/* Before the session key, only the greeting and ERR go out. */
-	if (sc->authed)
-		n = rdzv_msg_format_sealed(line, sizeof(line), m, sc->key,
-		    RDZV_TO_CLIENT, sc->seq_out);
-	else
-		n = rdzv_msg_format(line, sizeof(line), m);
-	if (n == -1) {
-		/* Only a name from a JOIN goes out, and it was checked. */
-		warn_msg("%s: cannot format message %d", sc->peer, m->verb);
-		srv_kill(srv, sc, "internal error");
-		return;
-	}
-	if (sc->authed)
-		sc->seq_out++;
-	send_line(srv, sc, line, n);
-}
-
-static void
-vhangup(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *code,
-    const char *fmt, va_list ap)
-{
-	struct rdzv_msg m = { .verb = RV_ERR };
-
-	strlcpy(m.u.err.code, code, sizeof(m.u.err.code));
-	vsnprintf(m.u.err.text, sizeof(m.u.err.text), fmt, ap);
-	srv_send(srv, sc, &m);
-	srv_kill(srv, sc, "error");
-}
-
-static void
-hangup(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *code,
-    const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vhangup(srv, sc, code, fmt, ap);
-	va_end(ap);
-}
-
-void
-srv_refuse(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *code,
-    const char *fmt, ...)
-{
-	char text[RDZV_TEXT_MAX + 1];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	if (sc->lineno > 0)
-		rdzv_server_warn(srv, sc->ip, srv->now, "%s: line %lu: %s",
-		    sc->peer, sc->lineno, text);
-	else
-		rdzv_server_warn(srv, sc->ip, srv->now, "%s: %s", sc->peer,
-		    text);
-	va_start(ap, fmt);
-	vhangup(srv, sc, code, fmt, ap);
-	va_end(ap);
-}
-
-void
-srv_kill(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *why)
-{
-	if (sc->dead)
-		return;
-	sc->dead = true;
-	sc->linger = true;
-	sc->dead_why = why;
-	TAILQ_INSERT_TAIL(&srv->dead, sc, dead_entry);
-}
-
-void
-srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc, const char *code,
-    const char *text)
-{
-	struct rdzv_msg m = { .verb = RV_ERR };
-
-	strlcpy(m.u.err.code, code, sizeof(m.u.err.code));
-	strlcpy(m.u.err.text, text, sizeof(m.u.err.text));
-	srv_send(srv, sc, &m);
-	srv_kill(srv, sc, "dropped");
-	sc->linger = false;
 }
 
 /* sc leaves the pool of connections yet to authenticate. */
@@ -406,7 +236,7 @@ on_first_line(struct rdzv_server *srv, struct rdzv_sconn *sc, char *line)
 		rdzv_server_warn(srv, sc->ip, srv->now, "%s: line %lu: job %s "
 		    "node %s: bad token", sc->peer, sc->lineno,
 		    m.u.join.run_id, m.u.join.node_id);
-		hangup(srv, sc, "auth", "bad token");
+		srv_hangup(srv, sc, "auth", "bad token");
 		return;
 	}
 	unauth_leave(srv, sc);
@@ -552,19 +382,6 @@ heartbeat(struct rdzv_server *srv)
 		send_ack(srv, sc);
 	}
 	srv->next_ping = srv->now + srv->conf.heartbeat_ms;
-}
-
-long long
-srv_lease_ms(const struct rdzv_server *srv)
-{
-	return srv->conf.lease_ms > 0 ? srv->conf.lease_ms :
-	    3LL * srv->conf.heartbeat_ms;
-}
-
-long long
-srv_lease_end(const struct rdzv_server *srv, const struct rdzv_sconn *sc)
-{
-	return sc->last_line + srv_lease_ms(srv) + srv->conf.lease_slack_ms;
 }
 
 /*

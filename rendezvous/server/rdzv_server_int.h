@@ -1,6 +1,10 @@
 /*
- * Inside the esv-rdzv state machine: rdzv_server.c owns connections and
- * the wire, rdzv_job.c owns jobs, nodes and rounds.
+ * Inside the esv-rdzv state machine, top down: rdzv_server.c owns the
+ * connections (accept, read, dispatch, reap, ticks) and calls rdzv_job.c,
+ * which owns rounds and calls rdzv_table.c, the record of jobs and nodes,
+ * and rdzv_tell.c, the messages of a round.  All of them answer a node
+ * through rdzv_wire.c (send, refuse, hang up, warn), which calls none of
+ * them: no call runs back up.
  */
 #ifndef ESV_RDZV_SERVER_INT_H
 #define ESV_RDZV_SERVER_INT_H
@@ -129,7 +133,7 @@ struct rdzv_server {
 	char			 token[RDZV_TOKEN_MAX + 1];
 };
 
-/* rdzv_server.c */
+/* rdzv_wire.c */
 void	srv_send(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const struct rdzv_msg *m);
 /* Warn about sc's current line, reply ERR code text, hang up. */
@@ -139,6 +143,10 @@ void	srv_refuse(struct rdzv_server *srv, struct rdzv_sconn *sc,
 /* Hang up sc once the current event is handled (why NULL: silently). */
 void	srv_kill(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const char *why);
+/* Reply ERR code text and hang up, with no warning logged. */
+void	srv_hangup(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
 /* Send ERR code text and hang up at once, without lingering. */
 void	srv_drop(struct rdzv_server *srv, struct rdzv_sconn *sc,
 	    const char *code, const char *text);
@@ -148,6 +156,9 @@ long long srv_lease_ms(const struct rdzv_server *srv);
 /* When sc's lease is over here: a lease and the slack after its last line. */
 long long srv_lease_end(const struct rdzv_server *srv,
 	    const struct rdzv_sconn *sc);
+/* A window is over: say what was held back, forget the address. */
+void	warns_expire(struct rdzv_server *srv);
+void	warns_free(struct rdzv_server *srv);
 
 /* rdzv_table.c */
 struct job *job_find(struct rdzv_server *srv, const char *run_id);
@@ -165,6 +176,26 @@ struct node *node_set(struct job *job, struct rdzv_sconn *sc,
 	    struct node *nd, const struct rdzv_join *j, enum node_status st);
 void	set_status(struct node *nd, enum node_status st);
 void	node_free(struct job *job, struct node *nd);
+
+/* rdzv_tell.c */
+struct rank_assignment;
+void	tell_n(struct rdzv_server *srv, struct rdzv_sconn *sc,
+	    enum rdzv_verb v, unsigned n);
+void	tell_joined(struct rdzv_server *srv, struct node *nd);
+/* WAITING to the running nodes: how many wait for room. */
+void	tell_waiting(struct rdzv_server *srv, struct job *job);
+/*
+ * To the node of group rank 0, before its ROUND: the addresses of the
+ * round's nodes (none past MEMBERS_MAX), for its agent store.
+ */
+void	tell_members(struct rdzv_server *srv, struct node *to,
+	    struct node **nodes, unsigned n, unsigned round);
+/* As tell_members, again: the round's nodes are those that run it. */
+void	tell_members_again(struct rdzv_server *srv, struct job *job,
+	    struct node *to);
+/* nd's ROUND, remembered in nd->assigned to be said again. */
+void	tell_round(struct rdzv_server *srv, struct node *nd,
+	    const struct rank_assignment *ra, const struct node *master);
 
 /* rdzv_job.c */
 void	job_join(struct rdzv_server *srv, struct rdzv_sconn *sc,
