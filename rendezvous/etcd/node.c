@@ -2139,6 +2139,28 @@ fence_at(const struct node *n)
 	return n->lease_ok_at + n->ttl_ms - rdzv_fence_grace_ms(n->ttl_ms);
 }
 
+long long
+node_lease_end(const struct node *n)
+{
+	if (n->lease == 0 || n->fenced || n->shutting || n->gone)
+		return 0;
+	return fence_at(n);
+}
+
+/*
+ * The keep-alive's period: etcd's clients send one a third of a TTL.
+ * While workers run, the end we tell the supervisor (node_lease_end)
+ * is what its guardian kills them by if it stops: at a third, that end
+ * may be only a second ahead with the defaults (2 s TTL, its fifth as
+ * grace), and a stall of a second would cost the workers (issue 41
+ * wants such a stall to cost nothing).  A sixth keeps it 1.27 s ahead.
+ */
+static long long
+keepalive_due(const struct node *n)
+{
+	return n->lease_ok_at + n->ttl_ms / (workers_run(n) ? 6 : 3);
+}
+
 bool
 node_fence_check(struct node *n)
 {
@@ -2182,7 +2204,7 @@ rearm(struct node *n)
 	if (n->watch_at != 0)
 		SOONER(n->watch_at);
 	if (n->lease != 0 && !n->keepalive_asked)
-		SOONER(n->lease_ok_at + n->ttl_ms / 3);
+		SOONER(keepalive_due(n));
 	if (n->lease != 0 && !n->doubt_logged)
 		SOONER(n->lease_ok_at + n->ttl_ms);
 	if (n->lease == 0 && !n->lease_asked)
@@ -2236,7 +2258,7 @@ on_timer(struct watch *w, uint32_t events)
 	if (n->lease == 0 && !n->lease_asked)
 		lease_grant(n);
 	else if (n->lease != 0 && !n->keepalive_asked &&
-	    now >= n->lease_ok_at + n->ttl_ms / 3)
+	    now >= keepalive_due(n))
 		keepalive(n);
 	if (n->watch_at != 0 && now >= n->watch_at) {
 		if (!n->ready && !n->ranging)

@@ -54,5 +54,11 @@ void		 node_shutdown(struct node *);
  * fenced, now or before.
  */
 bool		 node_fence_check(struct node *);
+/*
+ * When this node gives up its lease unless a keep-alive is answered
+ * first (CLOCK_MONOTONIC ms): it fences then, a grace before etcd may
+ * expire the lease.  0 while it has no lease to give up.
+ */
+long long	 node_lease_end(const struct node *);
 
 #endif
