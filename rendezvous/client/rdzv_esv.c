@@ -21,8 +21,8 @@
  * On etcd the lease is the same, with esv-rdzv-etcd as the server: it
  * acknowledges our lines, revokes the etcd lease when we have said
  * nothing for three of its heartbeats (its TTL), and tells, in the same
- * PINGs, when it gives the etcd lease up unless etcd answers it (a
- * grace before etcd may expire it).  The workers' lease ends at the
+ * PINGs, when it gives the etcd lease up unless etcd answers a
+ * keep-alive first (a quarter grace before etcd may expire it).  The workers' lease ends at the
  * earlier of the two; our fence runs a grace before that end, our
  * guardian kills at a quarter grace before it, and esv-rdzv-etcd's
  * revocation comes at the end or later, etcd's expiry later still.  The

@@ -256,8 +256,10 @@ on_line(char *line)
 		 * Answered at once: a supervisor back from a stall renews
 		 * within a round trip, not at our next heartbeat.
 		 */
-		if (m.u.ping.has_ack)
+		if (m.u.ping.has_ack && !g.sup_counts) {
 			g.sup_counts = true;
+			node_late_fence(g.node);
+		}
 		send_ping();
 		break;
 	default:
