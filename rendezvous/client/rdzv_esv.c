@@ -22,17 +22,18 @@
  * acknowledges our lines, revokes the etcd lease when we have said
  * nothing for three of its heartbeats (its TTL), and tells, in the same
  * PINGs, when it gives the etcd lease up unless etcd answers a
- * keep-alive first (a quarter grace before etcd may expire it).  The workers' lease ends at the
- * earlier of the two; our fence runs a grace before that end, our
- * guardian kills at a quarter grace before it, and esv-rdzv-etcd's
- * revocation comes at the end or later, etcd's expiry later still.  The
- * order matters because each later step gives the ranks away: the
- * guardian is the backstop for a supervisor that is stopped and cannot
- * fence, so it must act before the revocation that a stopped supervisor
- * brings on, and it must not act before our own fence, which would
- * stop the workers more gently.  The end esv-rdzv-etcd tells is its own
- * clock's (one host, CLOCK_MONOTONIC): a PING that waited in the socket
- * while we were stopped says no more than it said when it was sent.
+ * keep-alive first (a quarter grace before etcd may expire it).  The
+ * workers' lease ends at the earlier of the two; our fence runs a grace
+ * before that end, our guardian kills at a quarter grace before it, and
+ * esv-rdzv-etcd's revocation comes at the end or later, etcd's expiry
+ * later still.  The order matters because each later step gives the
+ * ranks away: the guardian is the backstop for a supervisor that is
+ * stopped and cannot fence, so it must act before the revocation that a
+ * stopped supervisor brings on, and it must not act before our own
+ * fence, which stops the workers more gently.  The end esv-rdzv-etcd
+ * tells is its own clock's (one host, CLOCK_MONOTONIC): a PING that
+ * waited in the socket while we were stopped says no more than it said
+ * when it was sent.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -13,6 +13,10 @@
  * (etcd out of reach), it hangs up on the supervisor: the supervisor
  * kills the workers of a rendezvous it has lost, and their ranks are
  * free before etcd can give them to anyone (esv-rdzv-etcd(8), Fencing).
+ * But a supervisor that is stopped hears neither: so our PINGs tell it
+ * both ends, which lines of its we have (our hang-up runs from them) and
+ * when we give the lease up, and it stops the workers before either, or
+ * its guardian does for it.
  */
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -73,9 +77,10 @@ usage(FILE *f)
 	    "on its own.\n"
 	    "The lease (default 2s, or etcd's minimum if longer): while "
 	    "workers run, no keep-alive\nanswered for the lease less a "
-	    "fifth hangs up on the supervisor, which stops them;\nits PINGs "
-	    "tell the supervisor that time, by which its guardian kills "
-	    "them\nif the supervisor is stopped.\n"
+	    "fifth hangs up on the supervisor, which stops them.\nA "
+	    "supervisor whose PINGs carry a count is told in ours when the "
+	    "lease is given up\n(a twentieth before its end) and stops them "
+	    "itself before that, or its guardian\ndoes if it is stopped.\n"
 	    "TLS files beside an http:// endpoint are refused.\n"
 	    "Exit status: 0 the supervisor let go, 100 usage error, 111 "
 	    "system error.\n");
