@@ -16,7 +16,7 @@
 
 #define MAXFIELDS	16
 
-enum ftype { F_UINT, F_NAME, F_ADDR, F_NONCE, F_STATE };
+enum ftype { F_UINT, F_MONO, F_NAME, F_ADDR, F_NONCE, F_STATE };
 
 /*
  * One table drives both parsing and formatting, so that the writer can
@@ -60,7 +60,10 @@ static const struct field member_f[] = {
 	{ "addr", F_ADDR, 0, 0, M(member.addr) },
 };
 static const struct field round_n_f[] = { ROUNDNO(n) };
-static const struct field ping_f[] = { UINT("acked", 0, INT_MAX, ping.acked) };
+static const struct field ping_f[] = {
+	UINT("acked", 0, INT_MAX, ping.acked),
+	{ "lease_end", F_MONO, 1, LLONG_MAX, M(ping.lease_end) },
+};
 static const struct field count_f[] = { UINT("nodes", 0, INT_MAX, n) };
 static const struct field join_f[] = {
 	UINT("version", 0, 65535, join.version),
@@ -106,7 +109,7 @@ static const struct verbdef verbs[] = {
 	V("BARRIER", RV_BARRIER, round_n_f),
 	V0("LEAVE", RV_LEAVE),
 	V0("CLOSE", RV_CLOSE),
-	V("PING", RV_PING, ping_f),	/* the field is optional */
+	V("PING", RV_PING, ping_f),	/* 0, 1 or 2 fields */
 };
 
 static const char *const states[] = { "new", "running", "done" };
@@ -195,6 +198,21 @@ parse_uint(const char *s, long long lo, long long hi, unsigned *out)
 }
 
 static int
+parse_mono(const char *s, long long lo, long long hi, long long *out)
+{
+	const char *errstr;
+	long long v;
+
+	if (*s == '\0' || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	v = strtonum(s, lo, hi, &errstr);
+	if (errstr != NULL)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
 parse_field(const struct field *f, const char *s, struct rdzv_msg *m,
     char *why, size_t whylen)
 {
@@ -204,6 +222,12 @@ parse_field(const struct field *f, const char *s, struct rdzv_msg *m,
 	switch (f->type) {
 	case F_UINT:
 		if (parse_uint(s, f->lo, f->hi, (unsigned *)(void *)dst) == 0)
+			return 0;
+		snprintf(why, whylen, "not a number in %lld..%lld", f->lo,
+		    f->hi);
+		return -1;
+	case F_MONO:
+		if (parse_mono(s, f->lo, f->hi, (long long *)(void *)dst) == 0)
 			return 0;
 		snprintf(why, whylen, "not a number in %lld..%lld", f->lo,
 		    f->hi);
@@ -333,8 +357,8 @@ field_count(const struct verbdef *vd, const struct rdzv_msg *m)
 {
 	if (vd->verb == RV_JOIN && m->u.join.state == RS_NEW)
 		return JOIN_NEW_FIELDS;
-	if (vd->verb == RV_PING && !m->u.ping.has_ack)
-		return 0;
+	if (vd->verb == RV_PING)
+		return !m->u.ping.has_ack ? 0 : m->u.ping.has_end ? 2 : 1;
 	return vd->nf;
 }
 
@@ -348,12 +372,14 @@ parse_fields(const struct verbdef *vd, char **fields, size_t n,
 	if (vd->verb == RV_JOIN && n > JOIN_STATE)
 		want = strcmp(fields[JOIN_STATE], "new") == 0 ?
 		    JOIN_NEW_FIELDS : vd->nf;
-	else if (vd->verb == RV_PING && n == 0)
-		want = 0;
+	else if (vd->verb == RV_PING && n < vd->nf)
+		want = n;
 	else
 		want = vd->nf;
-	if (vd->verb == RV_PING)
+	if (vd->verb == RV_PING) {
 		m->u.ping.has_ack = n > 0;
+		m->u.ping.has_end = n > 1;
+	}
 	if (n != want) {
 		if (vd->verb == RV_JOIN)
 			snprintf(err, errlen, "JOIN: %zu fields, expected %d "
@@ -423,6 +449,7 @@ format_field(char *buf, size_t len, const struct field *f,
 {
 	const char *src = (const char *)m + f->off;
 	char why[128];
+	long long t;
 	unsigned v;
 
 	if (f->type == F_UINT) {
@@ -430,6 +457,12 @@ format_field(char *buf, size_t len, const struct field *f,
 		if (v < f->lo || v > f->hi)
 			return -1;
 		return snprintf(buf, len, " %u", v);
+	}
+	if (f->type == F_MONO) {
+		t = *(const long long *)(const void *)src;
+		if (t < f->lo || t > f->hi)
+			return -1;
+		return snprintf(buf, len, " %lld", t);
 	}
 	if (f->type == F_STATE) {
 		v = *(const enum rdzv_node_state *)(const void *)src;

@@ -61,9 +61,13 @@ enum rdzv_verb {
 	RV_LEAVE,	/* LEAVE: my group went down by operator command */
 	RV_CLOSE,	/* CLOSE: the job is over, refuse later joins */
 	/* both ways */
-	RV_PING,	/* PING [<acked>]: keep-alive; esv-rdzv's says how
-			 * many of the node's lines it has received on this
-			 * connection, which renews the node's lease */
+	RV_PING,	/* PING [<acked> [<lease_end>]]: keep-alive; the
+			 * server's says how many of the node's lines it
+			 * has received on this connection, which renews the
+			 * node's lease.  lease_end, a CLOCK_MONOTONIC time
+			 * in ms, only from esv-rdzv-etcd, on the node's own
+			 * host, to a supervisor whose PINGs carry <acked>:
+			 * when it gives up the etcd lease unless renewed */
 };
 
 /* What a joining node says about itself (JOIN's "state" field). */
@@ -121,8 +125,10 @@ struct rdzv_msg {
 			unsigned lease_ms;
 		} hello;
 		struct {
-			unsigned acked;
-			bool	 has_ack;
+			unsigned  acked;
+			bool	  has_ack;
+			long long lease_end;
+			bool	  has_end;	/* has_ack too */
 		} ping;
 		struct {
 			unsigned round, participants, waiting;

@@ -17,9 +17,27 @@
  * away (at lease + grace/2 after its receipt of our last line).
  * While they may live, we never hang up ourselves (the server takes EOF
  * for a node that stopped them): the connection goes with the fence.
+ *
+ * On etcd the lease is the same, with esv-rdzv-etcd as the server: it
+ * acknowledges our lines, revokes the etcd lease when we have said
+ * nothing for three of its heartbeats (its TTL), and tells, in the same
+ * PINGs, when it gives the etcd lease up unless etcd answers a
+ * keep-alive first (a quarter grace before etcd may expire it).  The
+ * workers' lease ends at the earlier of the two; our fence runs a grace
+ * before that end, our guardian kills at a quarter grace before it, and
+ * esv-rdzv-etcd's revocation comes at the end or later, etcd's expiry
+ * later still.  The order matters because each later step gives the
+ * ranks away: the guardian is the backstop for a supervisor that is
+ * stopped and cannot fence, so it must act before the revocation that a
+ * stopped supervisor brings on, and it must not act before our own
+ * fence, which stops the workers more gently.  The end esv-rdzv-etcd
+ * tells is its own clock's (one host, CLOCK_MONOTONIC): a PING that
+ * waited in the socket while we were stopped says no more than it said
+ * when it was sent.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -122,6 +140,7 @@ struct esv {
 	unsigned		 lease_ms, grace_ms;
 	long long		 sent_at[SENT_RING];	/* by seq_out */
 	long long		 renewed;
+	long long		 etcd_end;	/* esv-rdzv-etcd's, 0: none */
 	long long		 told;		/* the kill time, to cb.lease */
 	/*
 	 * Workers may run under our ranks: from a ROUND until the
@@ -168,6 +187,7 @@ static void	rearm(struct esv *e);
 static void	read_lines(struct esv *e);
 static void	read_lines_now(struct esv *e);
 static bool	lease_runs(const struct esv *e);
+static long long lease_end(const struct esv *e);
 static bool	lease_over(const struct esv *e, long long now);
 static void	lease_fence(struct esv *e, long long now);
 
@@ -225,6 +245,24 @@ send_msg(struct esv *e, const struct rdzv_msg *m)
 	e->outlen += n;
 	e->last_tx = mono_ms();
 	flush_out(e);
+}
+
+/*
+ * To esv-rdzv-etcd, the count of its lines we have: it tells us the end
+ * of its etcd lease only if we say one (an older supervisor's parser
+ * would refuse the field).  esv-rdzv is sent none, as ever.
+ */
+static void
+send_ping(struct esv *e)
+{
+	struct rdzv_msg ping = { .verb = RV_PING };
+
+	if (e->via_helper) {
+		ping.u.ping.has_ack = true;
+		ping.u.ping.acked = e->seq_in > INT_MAX ? INT_MAX :
+		    (unsigned)e->seq_in;
+	}
+	send_msg(e, &ping);
 }
 
 /*
@@ -430,9 +468,13 @@ conn_lost(struct esv *e, const char *why)
 		 * revokes it on its way out: the other nodes go on without
 		 * ours, whose workers must be gone within the grace.
 		 */
+		over = lease_over(e, mono_ms());
 		e->want = W_NOTHING;	/* first: the fence may join again */
 		snprintf(what, sizeof(what), "esv-rdzv-etcd lost (%s)", why);
-		fence(e, mono_ms() + e->grace_ms, what);
+		if (over)
+			lease_fence(e, mono_ms());
+		else
+			fence(e, mono_ms() + e->grace_ms, what);
 		rearm(e);
 		return;
 	}
@@ -447,8 +489,7 @@ conn_lost(struct esv *e, const char *why)
 		warn_msg("rendezvous: connection to %s lost (%s), and the "
 		    "workers' lease is over: reconnecting", e->endpoint, why);
 	else if (e->live && !e->fenced && !e->via_helper) {
-		wall_of(e->renewed + e->lease_ms - e->grace_ms / 2, at,
-		    sizeof(at));
+		wall_of(lease_end(e) - e->grace_ms / 2, at, sizeof(at));
 		warn_msg("rendezvous: connection to %s lost (%s): the workers "
 		    "run until their lease ends at %s, reconnecting",
 		    e->endpoint, why, at);
@@ -548,7 +589,7 @@ on_round(struct esv *e, const struct rdzv_round_msg *m)
 	e->fenced = false;
 	e->probation = e->outcast = false;	/* a member again */
 	/* Our JOIN was received before this was sent: that renews. */
-	if (e->join_sent > e->renewed && !e->via_helper)
+	if (e->join_sent > e->renewed)
 		e->renewed = e->join_sent;
 	e->participants = e->waiting = 0;
 	memset(&r, 0, sizeof(r));
@@ -608,7 +649,7 @@ on_ack(struct esv *e, unsigned n)
 {
 	long long t;
 
-	if (e->via_helper || n == 0 || n > e->seq_out ||
+	if (n == 0 || n > e->seq_out ||
 	    e->seq_out - n >= SENT_RING)
 		return;
 	if (e->probation && n > e->probation_seq)
@@ -674,7 +715,18 @@ on_greeting(struct esv *e, const struct rdzv_msg *m)
 	e->seq_in = e->seq_out = 0;
 	e->proven = false;
 	e->hb_ms = e->srv_hb_ms = m->u.hello.heartbeat_ms;
-	if (!e->via_helper) {
+	e->etcd_end = 0;
+	if (e->via_helper) {
+		/*
+		 * esv-rdzv-etcd hangs up, and revokes, three of its
+		 * heartbeats after our last line.  Our PINGs, ten a lease,
+		 * keep a stall of ours under a second harmless, as on esv.
+		 */
+		e->lease_ms = 3 * e->srv_hb_ms;
+		e->grace_ms = rdzv_fence_grace_ms(e->lease_ms);
+		if (e->hb_ms > e->lease_ms / 10 && e->lease_ms >= 100)
+			e->hb_ms = e->lease_ms / 10;
+	} else {
 		/* The shorter of ours and the server's; a few PINGs each. */
 		e->lease_ms = rdzv_lease_ms(&e->cfg->rdzv, 0);
 		if (m->u.hello.lease_ms > 0 && m->u.hello.lease_ms < e->lease_ms)
@@ -696,8 +748,12 @@ on_greeting(struct esv *e, const struct rdzv_msg *m)
 	if (e->host_pid == 0 && e->cfg->rdzv.is_host != 1 &&
 	    !e->cfg->standalone)
 		e->may_host = false;
-	if (e->want != W_NOTHING)
+	if (e->want != W_NOTHING) {
 		send_join(e);
+		/* Our count says we read the lease end: ask for it now. */
+		if (e->via_helper)
+			send_ping(e);
+	}
 	e->rz->cb.status_changed(e->rz->cb.ctx);
 }
 
@@ -836,6 +892,9 @@ on_line(struct esv *e, char *line)
 	case RV_PING:
 		if (m.u.ping.has_ack)
 			on_ack(e, m.u.ping.acked);
+		/* Only esv-rdzv-etcd, on our host, may say when etcd's ends. */
+		if (m.u.ping.has_end && e->via_helper)
+			e->etcd_end = m.u.ping.lease_end;
 		break;
 	default:
 		warn_msg("rendezvous: %s: unexpected message: %s", e->endpoint,
@@ -1130,7 +1189,18 @@ earliest(long long a, long long b)
 static bool
 lease_runs(const struct esv *e)
 {
-	return e->live && !e->fenced && !e->via_helper && e->lease_ms > 0;
+	return e->live && !e->fenced && e->lease_ms > 0;
+}
+
+/* When the server may give the ranks away (see the top of the file). */
+static long long
+lease_end(const struct esv *e)
+{
+	long long end = e->renewed + e->lease_ms;
+
+	if (e->etcd_end != 0 && e->etcd_end < end)
+		end = e->etcd_end;
+	return end;
 }
 
 /*
@@ -1141,7 +1211,7 @@ lease_runs(const struct esv *e)
 static bool
 lease_over(const struct esv *e, long long now)
 {
-	return lease_runs(e) && now >= e->renewed + e->lease_ms - e->grace_ms;
+	return lease_runs(e) && now >= lease_end(e) - e->grace_ms;
 }
 
 static void
@@ -1149,14 +1219,19 @@ lease_fence(struct esv *e, long long now)
 {
 	char why[400];
 
-	snprintf(why, sizeof(why), "no acknowledgement from %s for %lld ms",
-	    e->endpoint, now - e->renewed);
+	if (e->etcd_end != 0 && e->etcd_end < e->renewed + e->lease_ms)
+		snprintf(why, sizeof(why), "esv-rdzv-etcd's lease in etcd "
+		    "is not renewed (no keep-alive answered)");
+	else
+		snprintf(why, sizeof(why), "no acknowledgement from %s for "
+		    "%lld ms", e->via_helper ? "esv-rdzv-etcd" : e->endpoint,
+		    now - e->renewed);
 	/*
 	 * SIGKILL half a grace before the end: with the half the server
 	 * adds, a timer of ours that is late by up to a grace (a loaded
 	 * host) does no harm.
 	 */
-	fence(e, e->renewed + e->lease_ms - e->grace_ms / 2, why);
+	fence(e, lease_end(e) - e->grace_ms / 2, why);
 }
 
 /*
@@ -1194,7 +1269,7 @@ lease_tell(struct esv *e)
 	long long end = 0;
 
 	if (lease_runs(e))
-		end = e->renewed + e->lease_ms - e->grace_ms / 4;
+		end = lease_end(e) - e->grace_ms / 4;
 	else if (e->live && e->fenced)
 		end = e->told;
 	if (end == e->told)
@@ -1230,7 +1305,7 @@ rearm(struct esv *e)
 	if (e->conn == C_DOWN && e->want != W_NOTHING)
 		at = e->reconnect_at != 0 ? e->reconnect_at : now;
 	if (lease_runs(e))
-		at = earliest(at, e->renewed + e->lease_ms - e->grace_ms);
+		at = earliest(at, lease_end(e) - e->grace_ms);
 	if (e->conn != C_DOWN && e->conn != C_RESOLVING && e->hb_ms > 0) {
 		if (!hold_conn(e))
 			at = earliest(at, e->last_rx + silence_ms(e));
@@ -1254,7 +1329,6 @@ on_timer(struct watch *w, uint32_t events)
 {
 	struct esv *e = w->ctx;
 	long long now = mono_ms();
-	struct rdzv_msg ping = { .verb = RV_PING };
 
 	(void)events;
 	timer_ack(w->fd);
@@ -1313,7 +1387,7 @@ on_timer(struct watch *w, uint32_t events)
 		return;
 	}
 	if (e->conn == C_UP && now >= e->last_tx + e->hb_ms)
-		send_msg(e, &ping);
+		send_ping(e);
 	rearm(e);
 }
 

@@ -16,6 +16,10 @@
  * (etcd out of reach), it hangs up on the supervisor: the supervisor
  * kills the workers of a rendezvous it has lost, and their ranks are
  * free before etcd can give them to anyone (esv-rdzv-etcd(8), Fencing).
+ * But a supervisor that is stopped hears neither: so our PINGs tell it
+ * both ends, which lines of its we have (our hang-up runs from them) and
+ * when we give the lease up, and it stops the workers before either, or
+ * its guardian does for it.
  */
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -55,6 +59,12 @@ static struct {
 	size_t		 outlen;
 	unsigned	 hb_ms;
 	long long	 last_rx, last_tx;
+	/*
+	 * The supervisor's PINGs carry a count: it reads the lease end in
+	 * ours (lib/rdzvproto.h); an older one would refuse the field.
+	 */
+	bool		 sup_counts;
+	long long	 told_end;	/* the last lease end in a PING */
 	bool		 closing;	/* the supervisor is gone */
 	int		 status;
 } g;
@@ -70,7 +80,10 @@ usage(FILE *f)
 	    "on its own.\n"
 	    "The lease (default 2s, or etcd's minimum if longer): while "
 	    "workers run, no keep-alive\nanswered for the lease less a "
-	    "fifth hangs up on the supervisor, which stops them.\n"
+	    "fifth hangs up on the supervisor, which stops them.\nA "
+	    "supervisor whose PINGs carry a count is told in ours when the "
+	    "lease is given up\n(a twentieth before its end) and stops them "
+	    "itself before that, or its guardian\ndoes if it is stopped.\n"
 	    "TLS files beside an http:// endpoint are refused.\n"
 	    "Exit status: 0 the supervisor let go, 100 usage error, 111 "
 	    "system error.\n");
@@ -132,6 +145,34 @@ say(void *ctx, const struct rdzv_msg *m)
 		return;
 	send_line(line, rdzv_msg_format_sealed(line, sizeof(line), m, g.key,
 	    RDZV_TO_CLIENT, g.seq_out++));
+}
+
+/*
+ * Our PING acknowledges the supervisor's lines, as esv-rdzv's does: it
+ * renews its workers' lease to the send time of the newest one, which
+ * we received, and we hang up no sooner than three heartbeats after
+ * that.  It also says when we give the etcd lease up unless etcd
+ * answers a keep-alive first: the supervisor and its guardian stop the
+ * workers by the earlier of the two ends.  The end is a time of the
+ * monotonic clock we share with the supervisor, on one host: a line
+ * that waits in the socket while it is stopped is still true when it
+ * is read.
+ */
+static void
+send_ping(void)
+{
+	struct rdzv_msg ping = { .verb = RV_PING };
+	long long end = node_lease_end(g.node);
+
+	ping.u.ping.has_ack = true;
+	ping.u.ping.acked = g.seq_in > INT_MAX ? INT_MAX : (unsigned)g.seq_in;
+	if (g.sup_counts && end > 0) {
+		ping.u.ping.has_end = true;
+		ping.u.ping.lease_end = end;
+	}
+	if (g.sup_counts)
+		g.told_end = end;
+	say(NULL, &ping);
 }
 
 static void
@@ -219,6 +260,15 @@ on_line(char *line)
 		/* Our place goes with the lease, when the socket closes. */
 		break;
 	case RV_PING:
+		/*
+		 * Answered at once: a supervisor back from a stall renews
+		 * within a round trip, not at our next heartbeat.
+		 */
+		if (m.u.ping.has_ack && !g.sup_counts) {
+			g.sup_counts = true;
+			node_late_fence(g.node);
+		}
+		send_ping();
 		break;
 	default:
 		warn_msg("supervisor link: unexpected %s", line);
@@ -287,7 +337,6 @@ rearm(void)
 static void
 on_timer(struct watch *w, uint32_t events)
 {
-	struct rdzv_msg ping = { .verb = RV_PING };
 	long long now = mono_ms();
 
 	(void)events;
@@ -299,7 +348,7 @@ on_timer(struct watch *w, uint32_t events)
 		return;
 	}
 	if (g.keyed && now >= g.last_tx + g.hb_ms)
-		say(NULL, &ping);
+		send_ping();
 	rearm();
 }
 
@@ -462,6 +511,10 @@ main(int argc, char *argv[])
 		if (g.status == -1 && loop_once(&g.lp, 0) == -1 &&
 		    errno != EINTR)
 			die(ESV_EXIT_SYSTEM, "epoll_wait");
+		/* A keep-alive answered moves the end: said at once. */
+		if (g.status == -1 && !g.closing && g.keyed && g.sup_counts &&
+		    node_lease_end(g.node) != g.told_end)
+			send_ping();
 	}
 	node_free(g.node);
 	etcd_free(g.etcd);

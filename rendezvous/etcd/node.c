@@ -137,6 +137,7 @@ struct node {
 	long long		 lease_ok_at;
 	long long		 lease_sent_at;
 	bool			 fenced;
+	bool			 late_fence;	/* node_late_fence */
 
 	struct kvtree		 kvs;
 	bool			 full;		/* leading: the copy is of all */
@@ -2276,12 +2277,48 @@ workers_run(const struct node *n)
 /*
  * etcd expires the lease no sooner than lease_ok_at + ttl_ms; the
  * workers are to be dead by then, so they are stopped a grace earlier
- * (SIGTERM, then SIGKILL at the grace's end: rdzv_fence_grace_ms).
+ * (SIGTERM, then SIGKILL at the grace's end: rdzv_fence_grace_ms).  A
+ * supervisor that fences by our end itself (node_late_fence) does so a
+ * grace before it, and its guardian a quarter grace before it: our
+ * giving up, a hang-up and a revocation, must come after both, and
+ * still before etcd may expire the lease, or a node cut off from etcd
+ * would restart its workers sooner than it has to.
  */
 static long long
 fence_at(const struct node *n)
 {
-	return n->lease_ok_at + n->ttl_ms - rdzv_fence_grace_ms(n->ttl_ms);
+	unsigned g = rdzv_fence_grace_ms(n->ttl_ms);
+
+	return n->lease_ok_at + n->ttl_ms - (n->late_fence ? g / 4 : g);
+}
+
+void
+node_late_fence(struct node *n)
+{
+	n->late_fence = true;
+	rearm(n);
+}
+
+long long
+node_lease_end(const struct node *n)
+{
+	if (n->lease == 0 || n->fenced || n->shutting || n->gone)
+		return 0;
+	return fence_at(n);
+}
+
+/*
+ * The keep-alive's period: etcd's clients send one a third of a TTL.
+ * While workers run, the end we tell the supervisor (node_lease_end) is
+ * what its guardian kills them by, a quarter grace early, if it stops:
+ * at a third, that kill could come 1.13 s into a stall with the defaults
+ * (2 s TTL, its fifth as grace), too near the second in which a stall
+ * is to cost nothing (issue 41).  A quarter makes it 1.3 s.
+ */
+static long long
+keepalive_due(const struct node *n)
+{
+	return n->lease_ok_at + n->ttl_ms / (workers_run(n) ? 4 : 3);
 }
 
 bool
@@ -2327,7 +2364,7 @@ rearm(struct node *n)
 	if (n->watch_at != 0)
 		SOONER(n->watch_at);
 	if (n->lease != 0 && !n->keepalive_asked)
-		SOONER(n->lease_ok_at + n->ttl_ms / 3);
+		SOONER(keepalive_due(n));
 	if (n->lease != 0 && !n->doubt_logged)
 		SOONER(n->lease_ok_at + n->ttl_ms);
 	if (n->lease == 0 && !n->lease_asked)
@@ -2381,7 +2418,7 @@ on_timer(struct watch *w, uint32_t events)
 	if (n->lease == 0 && !n->lease_asked)
 		lease_grant(n);
 	else if (n->lease != 0 && !n->keepalive_asked &&
-	    now >= n->lease_ok_at + n->ttl_ms / 3)
+	    now >= keepalive_due(n))
 		keepalive(n);
 	if (n->watch_at != 0 && now >= n->watch_at) {
 		if (!n->ready && !n->ranging)

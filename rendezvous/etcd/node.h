@@ -61,5 +61,18 @@ void		 node_hangup(struct node *);
  * fenced, now or before.
  */
 bool		 node_fence_check(struct node *);
+/*
+ * When this node gives up its lease unless a keep-alive is answered
+ * first (CLOCK_MONOTONIC ms): it fences then, a grace before etcd may
+ * expire the lease (a quarter grace after node_late_fence).  0 while it
+ * has no lease to give up.
+ */
+long long	 node_lease_end(const struct node *);
+/*
+ * The supervisor stops the workers itself a grace before node_lease_end
+ * (it reads it in our PINGs), and its guardian a quarter grace before:
+ * ours is only the last fence, just before etcd may expire the lease.
+ */
+void		 node_late_fence(struct node *);
 
 #endif

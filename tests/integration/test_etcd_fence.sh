@@ -7,7 +7,8 @@
 # Every worker appends its start to one file and, at start, looks for a
 # live worker of its rank (workers/etcd_fence_worker.sh): "OVERLAP" there is
 # two live workers with one global rank.  Before the fence the cut-off
-# node's workers ran for the whole partition.
+# node's workers ran for the whole partition.  Its supervisor stops them
+# by the lease's end that its esv-rdzv-etcd tells it.
 # Then a round opened for another reason while a node is cut off (a new
 # node waits, and there is room): with a lease longer than the round's
 # own wait (5 s for the nodes expected back), the round must still wait
@@ -58,7 +59,9 @@ assert_no_grep "$LIVES" '^OVERLAP' "two live workers with one global rank"
 for p in $stale; do
 	esv_alive "$p" && fail "$cut's worker $p of world 6 still runs"
 done
-assert_grep "$T/$cut.err" 'lease may run out at .*: fencing' \
+# Its supervisor fences first, by the end its esv-rdzv-etcd told it, a
+# grace before esv-rdzv-etcd would give the lease up itself.
+assert_grep "$T/$cut.err" "esv-rdzv-etcd's lease in etcd is not renewed" \
     "the cut-off node's word"
 t_new=$(sed -n 's/^start .* world=4 t=\(.*\)/\1/p' "$LIVES" | sort -n |
     head -1)

@@ -109,6 +109,10 @@ test_round_trips(void **state)
 	m.u.ping.has_ack = true;
 	m.u.ping.acked = 17;
 	round_trip(&m, "PING 17\n");
+	/* esv-rdzv-etcd's also tells when its etcd lease ends (mono ms). */
+	m.u.ping.has_end = true;
+	m.u.ping.lease_end = 4000000000123LL;
+	round_trip(&m, "PING 17 4000000000123\n");
 }
 
 static void
@@ -151,6 +155,9 @@ static const struct bad bad_lines[] = {
 	{ "HELLO", "unknown verb" },
 	{ "ping", "unknown verb" },
 	{ "PING ", "PING: field 1 (acked): not a number" },
+	{ "PING 1 2 3", "PING: 3 fields, expected 2" },
+	{ "PING 1 0", "PING: field 2 (lease_end): not a number" },
+	{ "PING 1 -5", "PING: field 2 (lease_end): not a number" },
 	{ "PING\r", "control" },
 	{ "PING\x01", "control" },
 	{ "PING \xc3\xa9", "non-ASCII" },
