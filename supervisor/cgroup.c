@@ -238,7 +238,7 @@ cgroup_atexit(void)
 }
 
 void
-cgroup_setup(struct supervisor *sv)
+cgroup_setup(struct supervisor *sv, void (*changed)(struct supervisor *))
 {
 	struct cgroups *cg = &sv->cg;
 	char base[PATH_MAX], name[NAME_MAX + 1], procs[PATH_MAX];
@@ -250,6 +250,7 @@ cgroup_setup(struct supervisor *sv)
 	cg->on = false;
 	cg->jobfd = cg->workersfd = -1;
 	cg->inow.fd = -1;
+	cg->changed = changed;
 	if (!sv->cfg->cgroups) {
 		strlcpy(cg->why, "off (--cgroups=false)", sizeof(cg->why));
 		return;
@@ -561,7 +562,7 @@ on_inotify(struct watch *w, uint32_t events)
 	/* What changed does not matter: the drain reads cgroup.events. */
 	while (read(w->fd, buf, sizeof(buf)) > 0)
 		;
-	group_cgroup_event(sv);
+	sv->cg.changed(sv);
 }
 
 /* At exit: the workers' cgroups are empty; the guardian removes the rest. */

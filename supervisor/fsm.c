@@ -1,7 +1,22 @@
 #include <signal.h>
 #include <string.h>
 
+#include "ctlschema.h"
 #include "fsm.h"
+
+static const char *const state_names[] = {
+	[G_DOWN] = ESV_GS_DOWN, [G_RUNNING] = ESV_GS_RUNNING,
+	[G_STOPPING] = ESV_GS_STOPPING, [G_BACKOFF] = ESV_GS_BACKOFF,
+	[G_SUCCEEDED] = ESV_GS_SUCCEEDED, [G_FAILED] = ESV_GS_FAILED,
+	[G_JOINING] = ESV_GS_JOINING, [G_FINISHING] = ESV_GS_FINISHING,
+};
+
+/* The name supervise/state shows (ctlschema.h). */
+const char *
+group_state_name(enum group_state st)
+{
+	return state_names[st];
+}
 
 bool
 fsm_known_letter(unsigned char c)

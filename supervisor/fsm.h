@@ -15,6 +15,8 @@ enum group_state { G_DOWN, G_RUNNING, G_STOPPING, G_BACKOFF, G_SUCCEEDED,
 	G_FAILED, G_JOINING, G_FINISHING };
 #define G_NSTATES	(G_FINISHING + 1)
 
+const char *group_state_name(enum group_state st);
+
 /* Why the group is being stopped: decides what follows. */
 enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_MANUAL, STOP_DOWN,
 	STOP_SIGNAL, STOP_EXIT, STOP_MEMBERSHIP };

@@ -40,13 +40,6 @@
 #define DRAIN_MS	2000
 #define DRAIN_STEP_MS	5
 
-static const char *const state_names[] = {
-	[G_DOWN] = ESV_GS_DOWN, [G_RUNNING] = ESV_GS_RUNNING,
-	[G_STOPPING] = ESV_GS_STOPPING, [G_BACKOFF] = ESV_GS_BACKOFF,
-	[G_SUCCEEDED] = ESV_GS_SUCCEEDED, [G_FAILED] = ESV_GS_FAILED,
-	[G_JOINING] = ESV_GS_JOINING, [G_FINISHING] = ESV_GS_FINISHING,
-};
-
 /*
  * The one place the group's state changes.  Quietly: the caller writes
  * the files once its burst of work is done (a spawn, an exit).
@@ -1426,10 +1419,13 @@ flush_exits(struct supervisor *sv)
 }
 
 /* SIGCHLD: reap everything; grandchildren we adopted are only reaped. */
+static void store_gone(struct supervisor *sv);
+
 void
 group_reap(struct supervisor *sv)
 {
 	struct worker *wk;
+	enum store_exit gone;
 	unsigned i, failed = 0;
 	int status;
 	pid_t pid;
@@ -1451,8 +1447,11 @@ group_reap(struct supervisor *sv)
 		}
 		if (rdzv_child_exited(&sv->rz, pid, status))
 			continue;
-		if (store_exited(sv, pid, status))
+		if ((gone = store_exited(sv, pid, status)) != STORE_NOT_OURS) {
+			if (gone == STORE_LINGER_OVER)
+				store_gone(sv);
 			continue;
+		}
 		if (pid == sv->wd_pid) {
 			watchdog_died(sv, status);
 			continue;
@@ -1509,8 +1508,9 @@ succeeded(struct supervisor *sv)
 	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 
-void
-group_store_gone(struct supervisor *sv)
+/* The store kept by store_linger is gone: on to the end. */
+static void
+store_gone(struct supervisor *sv)
 {
 	if (sv->state != G_FINISHING)
 		return;
@@ -1576,10 +1576,4 @@ group_timer(struct supervisor *sv)
 		}
 	sv->alive = 0;
 	after_stop(sv);
-}
-
-const char *
-group_state_name(enum group_state st)
-{
-	return state_names[st];
 }

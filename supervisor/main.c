@@ -434,7 +434,7 @@ main(int argc, char **argv)
 	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
 	notify_setup(&sv);
 	/* Before any child: each belongs to the job's cgroup. */
-	cgroup_setup(&sv);
+	cgroup_setup(&sv, group_cgroup_event);
 	if (cgroup_check_limits(&sv, err, sizeof(err)) == -1)
 		diex(ESV_EXIT_USAGE, "%s", err);
 	hostname_start(&sv);

@@ -226,7 +226,7 @@ store_stop(struct supervisor *sv)
  * succeeded, the store it serves (node 0) stays for the other nodes'
  * workers until none of them is connected, exit_barrier_timeout at most
  * (esv-stored(8)).  True if it does: its exit, or the timer, ends the
- * wait (group_store_gone).
+ * wait (store_exited).
  */
 bool
 store_linger(struct supervisor *sv)
@@ -243,19 +243,22 @@ store_linger(struct supervisor *sv)
 	return true;
 }
 
-/* A child was reaped: true if it was the store. */
-bool
+/*
+ * A child was reaped: STORE_NOT_OURS if it was not the store;
+ * STORE_LINGER_OVER if it was the one store_linger kept, whose end the
+ * group waits for.
+ */
+enum store_exit
 store_exited(struct supervisor *sv, pid_t pid, int status)
 {
 	if (pid != sv->st_pid || pid <= 0)
-		return false;
+		return STORE_NOT_OURS;
 	if (sv->st_lingering) {
 		sv->st_pid = 0;
 		sv->st_lingering = false;
 		sv->st_where[0] = '\0';
 		info_msg("agent store: no client left: it is gone");
-		group_store_gone(sv);
-		return true;
+		return STORE_LINGER_OVER;
 	}
 	if (!sv->st_stopping)
 		warn_msg("agent store: esv-stored (pid %d) ended (status 0x%x) "
@@ -264,5 +267,5 @@ store_exited(struct supervisor *sv, pid_t pid, int status)
 	sv->st_pid = 0;
 	sv->st_stopping = false;
 	sv->st_where[0] = '\0';
-	return true;
+	return STORE_REAPED;
 }

@@ -71,6 +71,7 @@ struct cgroups {
 	bool			 clone_into;	/* workers born in their cgroup */
 	bool			 moved;		/* we live in job/supervisor/ */
 	struct watch		 inow;		/* inotify of workers/cgroup.events */
+	void			(*changed)(struct supervisor *);	/* on inow */
 };
 
 struct supervisor {
@@ -212,7 +213,9 @@ struct supervisor {
 };
 
 /* cgroup.c: containment by cgroup v2 where it can be had. */
-void	cgroup_setup(struct supervisor *sv);
+/* changed: called from the loop when a worker's cgroup.events changes. */
+void	cgroup_setup(struct supervisor *sv,
+	    void (*changed)(struct supervisor *));
 int	cgroup_check_limits(struct supervisor *sv, char *err, size_t len);
 int	cgroup_worker_prepare(struct supervisor *sv, struct worker *wk);
 int	cgroup_no_clone_into(struct supervisor *sv, struct worker *wk,
@@ -254,9 +257,9 @@ void	store_drop(struct supervisor *sv);
 void	store_stop(struct supervisor *sv);
 /* Static, after a success: keep it for the other nodes (store_linger). */
 bool	store_linger(struct supervisor *sv);
-/* The store kept by store_linger is gone: on to the end. */
-void	group_store_gone(struct supervisor *sv);
-bool	store_exited(struct supervisor *sv, pid_t pid, int status);
+/* A child was reaped: was it the store, and was it the one kept? */
+enum store_exit { STORE_NOT_OURS, STORE_REAPED, STORE_LINGER_OVER };
+enum store_exit store_exited(struct supervisor *sv, pid_t pid, int status);
 
 void	group_start(struct supervisor *sv);
 void	group_stop(struct supervisor *sv, int signo, enum stop_reason why);
@@ -279,7 +282,6 @@ void	supervisor_exit(struct supervisor *sv, int code) __attribute__((noreturn));
 pid_t	*children_list(size_t *n);
 /* The one place the group's state changes; the caller reports it. */
 void	group_enter(struct supervisor *sv, enum group_state st);
-const char *group_state_name(enum group_state st);
 
 /* control.c */
 void	control_setup(struct supervisor *sv);
