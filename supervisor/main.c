@@ -24,12 +24,17 @@
 
 #include "atomicfile.h"
 #include "confvalue.h"
+#include "contain.h"
+#include "control.h"
 #include "ctldir.h"
 #include "fifodir.h"
+#include "group.h"
+#include "helpers.h"
 #include "kvfile.h"
 #include "msg.h"
+#include "report.h"
 #include "sig.h"
-#include "supervise.h"
+#include "spawning.h"
 #include "trust.h"
 
 extern char **environ;

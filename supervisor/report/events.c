@@ -17,7 +17,7 @@
 #include "ctldir.h"
 #include "loop.h"
 #include "msg.h"
-#include "supervise.h"
+#include "report.h"
 
 
 /*

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "msg.h"
-#include "supervise.h"
+#include "report.h"
 
 static void
 send_text(struct supervisor *sv, const char *text)

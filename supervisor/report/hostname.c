@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "msg.h"
-#include "supervise.h"
+#include "report.h"
 
 static void
 hostname_read(struct watch *w, uint32_t events)

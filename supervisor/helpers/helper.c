@@ -9,9 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "msg.h"
 #include "progpath.h"
-#include "supervise.h"
 
 int
 helper_spawn(struct supervisor *sv, const char *prog, const char *subdir,

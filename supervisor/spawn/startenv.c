@@ -1,13 +1,6 @@
 /*
- * What an operator may change while the supervisor runs, and when it is
- * read (esv-supervise(8), RELOADING):
- * - JOBDIR/env/ (an envdir), at every group start;
- * - job.ini's entrypoint, args, no_python, module, run_path, python and
- *   [env], at every start the operator asks for (esv-ctl restart, term,
- *   kill, up) and on a reload (esv-ctl reload, SIGHUP).
- * What the rendezvous agreed on (nnodes, nproc_per_node, the run id, the
- * backend) and the supervisor's own settings stay as they were read at
- * its start: a reload that changes them says so and keeps them.
+ * What each start reads again (esv-supervise(8), RELOADING): the
+ * interpreter on PATH, and JOBDIR/env/, the workers' base environment.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,13 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "atomicfile.h"
 #include "ctldir.h"
 #include "envdir.h"
 #include "msg.h"
-#include "supervise.h"
+#include "spawning.h"
 #include "trust.h"
 #include "workerenv.h"
 
@@ -99,49 +90,4 @@ start_env_build(struct supervisor *sv, char *err, size_t errlen)
 	sv->start_env = eb.vars;
 	sv->start_env_len = eb.len;
 	return 0;
-}
-
-static void
-kept(void *ctx, const char *key, const char *was, const char *now)
-{
-	(void)ctx;
-	warn_msg("%s: %s: changed from %s to %s: kept at %s until "
-	    "esv-supervise starts again (what may change between attempts: "
-	    "esv-supervise(8), RELOADING)", ESV_JOB_INI, key, was, now, was);
-}
-
-void
-supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
-{
-	char err[1024];
-	int r;
-
-	if (sv->cfg->torchrun) {
-		if (!quiet)
-			info_msg("reload (%s): esv-run's settings are its command "
-			    "line: nothing to read (%s/%s is read at every "
-			    "start)", source, sv->cfg->jobdir, ESV_ENV_DIR);
-		return;
-	}
-	notify_reloading(sv, false);
-	r = config_reload(sv->cfg, sv->argc, sv->argv, sv->environ, err,
-	    sizeof(err), kept, sv);
-	if (r == -1) {
-		warn_msg("reload (%s): %s: the running configuration is kept",
-		    source, err);
-		events_log(sv, "config.reload", json_pack("{ss sb ss}",
-		    "source", source, "changed", 0, "error", err));
-	} else {
-		if (r == 1) {
-			sv->job_name = sv->cfg->argv[0];
-			resolve_python(sv);
-			info_msg("reload (%s): the command or [env] changed: the "
-			    "next start runs %s", source, sv->cfg->argv[0]);
-		} else if (!quiet)
-			info_msg("reload (%s): nothing that may change did",
-			    source);
-		events_log(sv, "config.reload", json_pack("{ss sb}", "source",
-		    source, "changed", r == 1));
-	}
-	notify_reloading(sv, true);
 }

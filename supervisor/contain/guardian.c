@@ -40,9 +40,9 @@
 #include <unistd.h>
 
 #include "cgstat.h"
+#include "contain.h"
 #include "guardproto.h"
 #include "msg.h"
-#include "supervise.h"
 
 /* How long a private esv-rdzv may take to go on SIGTERM (a stopped one won't). */
 #define RDZV_GRACE_MS	1000

@@ -36,8 +36,8 @@
 
 #include "atomicfile.h"
 #include "cgstat.h"
+#include "contain.h"
 #include "msg.h"
-#include "supervise.h"
 
 /* The cgroup2 mount and this process's cgroup below it. */
 static int

@@ -14,13 +14,16 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
-#include <jansson.h>
-
+#include "contain.h"
+#include "control.h"
 #include "ctldir.h"
 #include "fifodir.h"
+#include "group.h"
 #include "msg.h"
 #include "ratelim.h"
-#include "supervise.h"
+#include "report.h"
+#include <jansson.h>
+
 
 static int
 make_fifo(struct supervisor *sv, const char *name)

@@ -2,6 +2,11 @@
  * The job's configuration: defaults, then JOBDIR/job.ini, then PET_*
  * environment variables, then the command line (torchrun's option names).
  * The format of job.ini is documented in esv-job.ini(5).
+ *
+ * config/ owns the configuration (config.c), the trust checks of the
+ * files an operator hands us (trust.c) and the %-patterns of log paths
+ * (subst.c).  It may call lib/ only: it knows nothing of a running
+ * supervisor, so the unit tests and fuzzers take it alone.
  */
 #ifndef ESV_CONFIG_H
 #define ESV_CONFIG_H

@@ -74,7 +74,7 @@ int	failure_copy_root_cause(const char *dest,
 
 /*
  * socket.getfqdn(): the canonical name of this host, into buf.  Blocks
- * on DNS: esv-supervise calls it only in a child (supervisor/hostname.c).
+ * on DNS: esv-supervise calls it only in a child (supervisor/report/hostname.c).
  */
 void	host_fqdn(char *buf, size_t len);
 

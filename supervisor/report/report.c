@@ -14,14 +14,15 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include "contain.h"
 #include "ctldir.h"
+#include "ctlschema.h"
 #include "fifodir.h"
 #include "kvfile.h"
-#include "ctlschema.h"
 #include "msg.h"
+#include "report.h"
 #include "sig.h"
 #include "statusrec.h"
-#include "supervise.h"
 #include "workerenv.h"
 
 /* The state files' keys, by their names in ctlschema.h. */

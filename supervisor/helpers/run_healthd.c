@@ -19,8 +19,9 @@
 
 #include <jansson.h>
 
+#include "helpers.h"
 #include "msg.h"
-#include "supervise.h"
+#include "report.h"
 
 static void	hd_read(struct watch *w, uint32_t events);
 

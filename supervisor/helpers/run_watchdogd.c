@@ -23,8 +23,9 @@
 
 #include "atomicfile.h"
 #include "ctldir.h"
+#include "helpers.h"
 #include "msg.h"
-#include "supervise.h"
+#include "report.h"
 #include "wdchan.h"
 
 /* A watchdog that dies faster than this is restarted only after it. */

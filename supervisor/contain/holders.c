@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include "contain.h"
 #include "ctldir.h"
 #include "kvfile.h"
 #include "msg.h"
-#include "supervise.h"
 
 #define PF_EXITING	0x00000004	/* linux/sched.h: getting shut down */
 

@@ -31,9 +31,9 @@
 
 #include "atomicfile.h"
 #include "ctldir.h"
+#include "helpers.h"
 #include "msg.h"
 #include "progpath.h"
-#include "supervise.h"
 
 /* A job of one node: its workers are all here. */
 static bool

@@ -18,8 +18,8 @@
 #include "atomicfile.h"
 #include "config.h"
 #include "msg.h"
+#include "spawning.h"
 #include "subst.h"
-#include "supervise.h"
 
 enum { STD_OUT = 1, STD_ERR = 2 };
 
