@@ -412,8 +412,8 @@ main(int argc, char **argv)
 	notify_claim_fd(&sv);
 	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;
-	sv.wd_fifo_fd = sv.wdw.fd = -1;
-	sv.st_fd = -1;
+	sv.wd.fifo_fd = sv.wd.w.fd = -1;
+	sv.st.fd = -1;
 	sv.logfd = sv.runfd = sv.attemptfd = -1;
 	sv.environ = environ;
 	sv.argc = argc;

@@ -305,10 +305,10 @@ guardian_start(struct supervisor *sv)
 		;
 	close(dropped[0]);
 	close(p[0]);
-	if (sv->guardianfd > 0)
-		close(sv->guardianfd);
-	sv->guardianfd = p[1];
-	sv->guardian_pid = pid;
+	if (sv->guard.fd > 0)
+		close(sv->guard.fd);
+	sv->guard.fd = p[1];
+	sv->guard.pid = pid;
 }
 
 /*
@@ -322,7 +322,7 @@ static size_t	npending;
 void
 guardian_flush(struct supervisor *sv)
 {
-	if (npending > 0 && write(sv->guardianfd, pending, npending) !=
+	if (npending > 0 && write(sv->guard.fd, pending, npending) !=
 	    (ssize_t)npending)
 		warn_sys("unable to write to the guardian");
 	npending = 0;
@@ -365,8 +365,8 @@ guardian_lease(struct supervisor *sv, long long kill_at_ms)
 	char line[GUARD_LINE_MAX];
 	size_t n;
 
-	sv->guard_lease = kill_at_ms > 0 ? kill_at_ms : 0;
-	n = guard_line_ll(line, '@', sv->guard_lease);
+	sv->guard.lease = kill_at_ms > 0 ? kill_at_ms : 0;
+	n = guard_line_ll(line, '@', sv->guard.lease);
 	if (npending + n > sizeof(pending))
 		guardian_flush(sv);
 	memcpy(pending + npending, line, n);
@@ -381,13 +381,13 @@ guardian_died(struct supervisor *sv)
 	unsigned i;
 
 	warn_msg("the guardian (pid %d) died: starting another",
-	    (int)sv->guardian_pid);
+	    (int)sv->guard.pid);
 	guardian_start(sv);
 	npending = 0;	/* the dead one's news: the list below replaces it */
 	for (i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].pgid > 1)
 			guardian_add(sv, sv->workers[i].pgid);
-	if (sv->guard_lease > 0)
-		guardian_lease(sv, sv->guard_lease);
+	if (sv->guard.lease > 0)
+		guardian_lease(sv, sv->guard.lease);
 	guardian_flush(sv);
 }

@@ -81,6 +81,67 @@ struct cgroups {
 	void			(*changed)(struct supervisor *);	/* on inow */
 };
 
+/*
+ * Each concern's own state, one structure each, written by its folder's
+ * files only (the folder named in the comment); the state machine and
+ * reporting read them.
+ */
+
+/* The guardian (contain/guardian.c). */
+struct guardian_run {
+	int			 fd;		/* our end of its pipe */
+	pid_t			 pid;
+	long long		 lease;		/* told it: "@" (mono_ms) */
+};
+
+/* esv-watchdogd (helpers/run_watchdogd.c), when file timers are on. */
+struct watchdog_run {
+	pid_t			 pid;
+	struct watch		 w, timer;
+	int			 fifo_fd;
+	long long		 started_ms;
+	char			 fifo[PATH_MAX];
+	char			 sock[PATH_MAX];
+	char			 in[1024];
+	size_t			 inlen;
+	unsigned		 timers_expired;
+};
+
+/* esv-healthd (helpers/run_healthd.c), when a health port is set. */
+struct healthd_run {
+	pid_t			 pid;
+	struct watch		 w, timer;
+	long long		 started_ms;
+	struct backoff		 backoff;
+	char			 listen[300];	/* its --listen */
+	char			 where[80];	/* where it said it listens */
+	char			 in[128];
+	size_t			 inlen;
+};
+
+/* esv-stored (helpers/run_stored.c), when the agent serves the store. */
+struct store_run {
+	int			 fd;		/* the socket offered, or -1 */
+	pid_t			 pid;
+	bool			 stopping;
+	bool			 lingering;	/* SIGUSR1: until no client */
+	char			 where[300];
+};
+
+/* Readiness for systemd and s6 (report/notify.c). */
+struct readiness {
+	int			 fd;		/* datagram socket, or -1 */
+	struct sockaddr_un	 addr;
+	socklen_t		 addrlen;
+	char			 name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	bool			 failed;
+	long long		 watchdog_ms;	/* 0: no WATCHDOG=1 */
+	struct watch		 wdw;
+	int			 s6_fd;		/* -1 once written */
+	bool			 ready;
+	char			 status[256];
+};
+
 struct supervisor {
 	struct job_config	*cfg;
 	char			**environ;
@@ -92,43 +153,17 @@ struct supervisor {
 	int			 guardlockfd;	/* guardian.lock, shared with it */
 	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
 	int			 ctlfd, ctlkeepfd, okfd;
-	int			 guardianfd;
 	int			 eventsfd;	/* JOBDIR/events.jsonl */
 	/* Lines not written for want of space (events.c, output.c). */
 	unsigned		 events_lost, events_lost_said;
 	bool			 events_failing;	/* the last append failed */
 	unsigned		 log_lines_lost, log_lines_lost_said;
 	bool			 logs_failing;
-	pid_t			 guardian_pid;
-	long long		 guard_lease;	/* told it: "@" (mono_ms) */
 
-	/* esv-watchdogd (run_watchdogd.c), when file timers are on. */
-	pid_t			 wd_pid;
-	struct watch		 wdw, wd_timer;
-	int			 wd_fifo_fd;
-	long long		 wd_started_ms;
-	char			 wd_fifo[PATH_MAX];
-	char			 wd_sock[PATH_MAX];
-	char			 wd_in[1024];
-	size_t			 wd_inlen;
-	unsigned		 timers_expired;
-
-	/* esv-healthd (run_healthd.c), when a health port is set. */
-	pid_t			 hd_pid;
-	struct watch		 hdw, hd_timer;
-	long long		 hd_started_ms;
-	struct backoff		 hd_backoff;
-	char			 hd_listen[300];	/* its --listen */
-	char			 hd_where[80];	/* where it said it listens */
-	char			 hd_in[128];
-	size_t			 hd_inlen;
-
-	/* esv-stored (run_stored.c), when the agent serves the store. */
-	int			 st_fd;		/* the socket offered, or -1 */
-	pid_t			 st_pid;
-	bool			 st_stopping;
-	bool			 st_lingering;	/* SIGUSR1: until no client */
-	char			 st_where[300];
+	struct guardian_run	 guard;
+	struct watchdog_run	 wd;
+	struct healthd_run	 hd;
+	struct store_run	 st;
 
 	struct loop		 loop;
 	struct watch		 sigw, ctlw, timerw;
@@ -206,17 +241,7 @@ struct supervisor {
 
 	struct cgroups		 cg;
 
-	/* Readiness (notify.c). */
-	int			 notify_fd;	/* datagram socket, or -1 */
-	struct sockaddr_un	 notify_addr;
-	socklen_t		 notify_addrlen;
-	char			 notify_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-	bool			 notify_failed;
-	long long		 notify_watchdog_ms;	/* 0: no WATCHDOG=1 */
-	struct watch		 notify_wdw;
-	int			 s6_notify_fd;	/* -1 once written */
-	bool			 ready;
-	char			 notify_status[256];
+	struct readiness	 notify;
 };
 
 #endif

@@ -29,7 +29,7 @@ static void
 hd_spawn(struct supervisor *sv)
 {
 	char timeout[32];
-	char *argv[] = { NULL, "--listen", sv->hd_listen, "--timeout", timeout,
+	char *argv[] = { NULL, "--listen", sv->hd.listen, "--timeout", timeout,
 	    "--supervisor-fd", "3", sv->cfg->jobdir, NULL, NULL };
 
 	snprintf(timeout, sizeof(timeout), "%ums", sv->cfg->health_timeout_ms);
@@ -39,10 +39,10 @@ hd_spawn(struct supervisor *sv)
 		argv[8] = sv->cfg->jobdir;
 	}
 	if (helper_spawn(sv, "esv-healthd", "healthd", "ESV_HEALTHD", argv,
-	    true, &sv->hd_pid, &sv->hdw, hd_read) == -1)
+	    true, &sv->hd.pid, &sv->hd.w, hd_read) == -1)
 		return;
-	sv->hd_started_ms = mono_ms();
-	sv->hd_inlen = 0;
+	sv->hd.started_ms = mono_ms();
+	sv->hd.inlen = 0;
 }
 
 void
@@ -52,8 +52,8 @@ healthd_setup(struct supervisor *sv)
 	const char *addr = cfg->health_address;
 	bool v6 = strchr(addr, ':') != NULL && addr[0] != '[';
 
-	sv->hdw.fd = -1;
-	sv->hd_backoff = (struct backoff){ .initial_ms = 1000,
+	sv->hd.w.fd = -1;
+	sv->hd.backoff = (struct backoff){ .initial_ms = 1000,
 	    .max_ms = 60000, .reset_ms = 10000 };
 	if (cfg->health_error[0] != '\0') {
 		warn_msg("%s: no health server", cfg->health_error);
@@ -61,12 +61,12 @@ healthd_setup(struct supervisor *sv)
 	}
 	if (cfg->health_port < 0)
 		return;
-	snprintf(sv->hd_listen, sizeof(sv->hd_listen), "%s%s%s:%d",
+	snprintf(sv->hd.listen, sizeof(sv->hd.listen), "%s%s%s:%d",
 	    v6 ? "[" : "", *addr != '\0' ? addr : "127.0.0.1", v6 ? "]" : "",
 	    cfg->health_port);
-	sv->hd_timer = (struct watch){ .fn = healthd_timer, .ctx = sv };
-	if ((sv->hd_timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
-	    loop_add(&sv->loop, &sv->hd_timer, EPOLLIN) == -1)
+	sv->hd.timer = (struct watch){ .fn = healthd_timer, .ctx = sv };
+	if ((sv->hd.timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
+	    loop_add(&sv->loop, &sv->hd.timer, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	hd_spawn(sv);
 }
@@ -75,7 +75,7 @@ static void
 hd_line(struct supervisor *sv, char *line)
 {
 	if (strncmp(line, "listening ", 10) == 0) {
-		strlcpy(sv->hd_where, line + 10, sizeof(sv->hd_where));
+		strlcpy(sv->hd.where, line + 10, sizeof(sv->hd.where));
 		report_group(sv);
 	} else
 		warn_msg("esv-healthd: unexpected line");
@@ -87,36 +87,36 @@ hd_read(struct watch *w, uint32_t events)
 	struct supervisor *sv = w->ctx;
 
 	(void)events;
-	if (helper_read_lines(sv, w->fd, sv->hd_in, sizeof(sv->hd_in),
-	    &sv->hd_inlen, hd_line) == -1)
-		helper_lost(sv, &sv->hdw);
+	if (helper_read_lines(sv, w->fd, sv->hd.in, sizeof(sv->hd.in),
+	    &sv->hd.inlen, hd_line) == -1)
+		helper_lost(sv, &sv->hd.w);
 }
 
 /* SIGCHLD said our health server died. */
 void
 healthd_died(struct supervisor *sv, int status)
 {
-	long long ran = mono_ms() - sv->hd_started_ms;
+	long long ran = mono_ms() - sv->hd.started_ms;
 	unsigned delay;
 
-	sv->hd_pid = 0;
-	sv->hd_where[0] = '\0';
-	if (sv->hdw.fd != -1)
-		helper_lost(sv, &sv->hdw);
+	sv->hd.pid = 0;
+	sv->hd.where[0] = '\0';
+	if (sv->hd.w.fd != -1)
+		helper_lost(sv, &sv->hd.w);
 	report_group(sv);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == ESV_EXIT_USAGE) {
 		warn_msg("esv-healthd refused its settings (see above): "
 		    "no health server");
 		return;
 	}
-	delay = backoff_next(&sv->hd_backoff, ran);
+	delay = backoff_next(&sv->hd.backoff, ran);
 	warn_msg("esv-healthd %s %d: restarting it in %u ms",
 	    WIFSIGNALED(status) ? "killed by signal" : "exited",
 	    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
 	    delay);
 	events_log(sv, "healthd.restart", json_pack("{si}", "delay_ms",
 	    (int)delay));
-	timer_arm_ms(sv->hd_timer.fd, delay);
+	timer_arm_ms(sv->hd.timer.fd, delay);
 }
 
 void
@@ -126,7 +126,7 @@ healthd_timer(struct watch *w, uint32_t events)
 
 	(void)events;
 	timer_ack(w->fd);
-	if (sv->hd_pid == 0)
+	if (sv->hd.pid == 0)
 		hd_spawn(sv);
 }
 
@@ -134,10 +134,10 @@ healthd_timer(struct watch *w, uint32_t events)
 void
 healthd_stop(struct supervisor *sv)
 {
-	if (sv->hdw.fd != -1) {
-		(void)send(sv->hdw.fd, "exit\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
-		helper_lost(sv, &sv->hdw);
+	if (sv->hd.w.fd != -1) {
+		(void)send(sv->hd.w.fd, "exit\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+		helper_lost(sv, &sv->hd.w);
 	}
-	if (sv->hd_pid > 0)
-		kill(sv->hd_pid, SIGTERM);
+	if (sv->hd.pid > 0)
+		kill(sv->hd.pid, SIGTERM);
 }

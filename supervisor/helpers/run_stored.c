@@ -116,7 +116,7 @@ store_prepare(struct supervisor *sv)
 	store_drop(sv);
 	if (fixed && cfg->node_rank != 0)
 		return 0;
-	if ((sv->st_fd = listen_any(fixed ? cfg->master_port : 0, &port,
+	if ((sv->st.fd = listen_any(fixed ? cfg->master_port : 0, &port,
 	    one_node(cfg))) == -1) {
 		warn_sys("agent store: unable to listen on port %u",
 		    fixed ? cfg->master_port : 0);
@@ -130,9 +130,9 @@ store_prepare(struct supervisor *sv)
 void
 store_drop(struct supervisor *sv)
 {
-	if (sv->st_fd != -1)
-		close(sv->st_fd);
-	sv->st_fd = -1;
+	if (sv->st.fd != -1)
+		close(sv->st.fd);
+	sv->st.fd = -1;
 }
 
 /*
@@ -153,16 +153,16 @@ store_round(struct supervisor *sv)
 	if (!sv->cfg->agent_store)
 		return 0;
 	sv->round.use_agent_store = true;
-	if (sv->round.ranks.group_rank != 0 || sv->st_fd == -1 ||
+	if (sv->round.ranks.group_rank != 0 || sv->st.fd == -1 ||
 	    sv->round.master_port != sv->rz.offer_port) {
 		store_drop(sv);
 		return 0;
 	}
 	/* Its predecessor not reaped yet: it goes now, reaped as a stray. */
-	if (sv->st_pid > 0)
-		kill(sv->st_pid, SIGKILL);
-	sv->st_pid = 0;
-	sv->st_stopping = false;
+	if (sv->st.pid > 0)
+		kill(sv->st.pid, SIGKILL);
+	sv->st.pid = 0;
+	sv->st.stopping = false;
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
 	/* Another node's workers, two connections each in torch 1.13. */
 	snprintf(peraddr, sizeof(peraddr), "%u", sv->cfg->nproc_per_node > 128 ?
@@ -195,18 +195,18 @@ store_round(struct supervisor *sv)
 		return -1;
 	}
 	prog_path("esv-stored", "store", "ESV_STORED", path, sizeof(path));
-	e = prog_spawn(argv, sv->st_fd, true, &sv->st_pid);
+	e = prog_spawn(argv, sv->st.fd, true, &sv->st.pid);
 	store_drop(sv);
 	if (e != 0) {
-		sv->st_pid = 0;
+		sv->st.pid = 0;
 		warn_msg("agent store: unable to start %s: %s", path,
 		    strerror(e));
 		return -1;
 	}
-	snprintf(sv->st_where, sizeof(sv->st_where), "%s:%u",
+	snprintf(sv->st.where, sizeof(sv->st.where), "%s:%u",
 	    sv->round.master_addr, sv->round.master_port);
 	info_msg("agent store: esv-stored (pid %d) serves the workers at %s",
-	    (int)sv->st_pid, sv->st_where);
+	    (int)sv->st.pid, sv->st.where);
 	return 0;
 }
 
@@ -214,11 +214,11 @@ store_round(struct supervisor *sv)
 void
 store_stop(struct supervisor *sv)
 {
-	if (sv->st_pid > 0 && !sv->st_stopping) {
-		kill(sv->st_pid, SIGTERM);
-		sv->st_stopping = true;
+	if (sv->st.pid > 0 && !sv->st.stopping) {
+		kill(sv->st.pid, SIGTERM);
+		sv->st.stopping = true;
 	}
-	sv->st_where[0] = '\0';
+	sv->st.where[0] = '\0';
 }
 
 /*
@@ -231,12 +231,12 @@ store_stop(struct supervisor *sv)
 bool
 store_linger(struct supervisor *sv)
 {
-	if (sv->st_pid <= 0 || sv->st_stopping || one_node(sv->cfg) ||
+	if (sv->st.pid <= 0 || sv->st.stopping || one_node(sv->cfg) ||
 	    strcmp(sv->cfg->rdzv_backend, "static") != 0 ||
 	    sv->cfg->rdzv.exit_barrier_ms == 0 ||
-	    kill(sv->st_pid, SIGUSR1) == -1)
+	    kill(sv->st.pid, SIGUSR1) == -1)
 		return false;
-	sv->st_lingering = true;
+	sv->st.lingering = true;
 	info_msg("agent store: kept for the other nodes' workers until none "
 	    "is connected, %u ms at most (exit_barrier_timeout)",
 	    sv->cfg->rdzv.exit_barrier_ms);
@@ -251,21 +251,21 @@ store_linger(struct supervisor *sv)
 enum store_exit
 store_exited(struct supervisor *sv, pid_t pid, int status)
 {
-	if (pid != sv->st_pid || pid <= 0)
+	if (pid != sv->st.pid || pid <= 0)
 		return STORE_NOT_OURS;
-	if (sv->st_lingering) {
-		sv->st_pid = 0;
-		sv->st_lingering = false;
-		sv->st_where[0] = '\0';
+	if (sv->st.lingering) {
+		sv->st.pid = 0;
+		sv->st.lingering = false;
+		sv->st.where[0] = '\0';
 		info_msg("agent store: no client left: it is gone");
 		return STORE_LINGER_OVER;
 	}
-	if (!sv->st_stopping)
+	if (!sv->st.stopping)
 		warn_msg("agent store: esv-stored (pid %d) ended (status 0x%x) "
 		    "while the workers run: they will fail without it",
 		    (int)pid, status);
-	sv->st_pid = 0;
-	sv->st_stopping = false;
-	sv->st_where[0] = '\0';
+	sv->st.pid = 0;
+	sv->st.stopping = false;
+	sv->st.where[0] = '\0';
 	return STORE_REAPED;
 }

@@ -48,14 +48,14 @@ make_fifo(const char *path)
 static void
 wd_spawn(struct supervisor *sv)
 {
-	char *argv[] = { NULL, "--fifo", sv->wd_fifo, "--socket", sv->wd_sock,
+	char *argv[] = { NULL, "--fifo", sv->wd.fifo, "--socket", sv->wd.sock,
 	    "--control-fd", "3", NULL };
 
 	if (helper_spawn(sv, "esv-watchdogd", "watchdog", "ESV_WATCHDOGD",
-	    argv, false, &sv->wd_pid, &sv->wdw, wd_read) == -1)
+	    argv, false, &sv->wd.pid, &sv->wd.w, wd_read) == -1)
 		return;
-	sv->wd_started_ms = mono_ms();
-	sv->wd_inlen = 0;
+	sv->wd.started_ms = mono_ms();
+	sv->wd.inlen = 0;
 	watchdog_pids(sv);
 }
 
@@ -64,26 +64,26 @@ watchdog_setup(struct supervisor *sv)
 {
 	const struct job_config *cfg = sv->cfg;
 
-	sv->wdw.fd = sv->wd_fifo_fd = -1;
+	sv->wd.w.fd = sv->wd.fifo_fd = -1;
 	if (!cfg->file_timer)
 		return;
 	if (cfg->timer_file[0] != '\0')
-		strlcpy(sv->wd_fifo, cfg->timer_file, sizeof(sv->wd_fifo));
-	else if (pathf(sv->wd_fifo, sizeof(sv->wd_fifo), "%s/%s", cfg->jobdir,
+		strlcpy(sv->wd.fifo, cfg->timer_file, sizeof(sv->wd.fifo));
+	else if (pathf(sv->wd.fifo, sizeof(sv->wd.fifo), "%s/%s", cfg->jobdir,
 	    ESV_TIMER_FIFO) == -1)
 		diex(ESV_EXIT_USAGE, "%s: JOBDIR path too long", cfg->jobdir);
-	if (pathf(sv->wd_sock, sizeof(sv->wd_sock), "%s/%s", cfg->jobdir,
-	    ESV_WATCHDOG_SOCK) == -1 || strlen(sv->wd_sock) >= 108)
+	if (pathf(sv->wd.sock, sizeof(sv->wd.sock), "%s/%s", cfg->jobdir,
+	    ESV_WATCHDOG_SOCK) == -1 || strlen(sv->wd.sock) >= 108)
 		diex(ESV_EXIT_USAGE, "%s/%s: too long for a UNIX socket", cfg->jobdir,
 		    ESV_WATCHDOG_SOCK);
-	if (make_fifo(sv->wd_fifo) == -1)
-		die(ESV_EXIT_SYSTEM, "unable to create the timer FIFO %s", sv->wd_fifo);
-	sv->wd_fifo_fd = open(sv->wd_fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (sv->wd_fifo_fd == -1)
-		die(ESV_EXIT_SYSTEM, "unable to open %s", sv->wd_fifo);
-	sv->wd_timer = (struct watch){ .fn = watchdog_timer, .ctx = sv };
-	if ((sv->wd_timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
-	    loop_add(&sv->loop, &sv->wd_timer, EPOLLIN) == -1)
+	if (make_fifo(sv->wd.fifo) == -1)
+		die(ESV_EXIT_SYSTEM, "unable to create the timer FIFO %s", sv->wd.fifo);
+	sv->wd.fifo_fd = open(sv->wd.fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (sv->wd.fifo_fd == -1)
+		die(ESV_EXIT_SYSTEM, "unable to open %s", sv->wd.fifo);
+	sv->wd.timer = (struct watch){ .fn = watchdog_timer, .ctx = sv };
+	if ((sv->wd.timer.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
+	    loop_add(&sv->loop, &sv->wd.timer, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
 	wd_spawn(sv);
 }
@@ -102,7 +102,7 @@ watchdog_pids(struct supervisor *sv)
 	size_t n = 0;
 	unsigned i;
 
-	if (sv->wdw.fd == -1)
+	if (sv->wd.w.fd == -1)
 		return;
 	for (i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].pid > 0 && sv->workers[i].pidfd != -1) {
@@ -110,14 +110,14 @@ watchdog_pids(struct supervisor *sv)
 			fds[n++] = sv->workers[i].pidfd;
 		}
 	/* A few bytes per pid: the socket buffer takes thousands. */
-	if (wdchan_send_pids(sv->wdw.fd, pids, fds, n) == -1)
+	if (wdchan_send_pids(sv->wd.w.fd, pids, fds, n) == -1)
 		warn_sys("unable to tell the watchdog the workers");
 }
 
 static void
 on_expired(struct supervisor *sv, const struct wd_expired *x)
 {
-	sv->timers_expired++;
+	sv->wd.timers_expired++;
 	events_log(sv, "timer.expired", json_pack("{si ss si sf sf sb}",
 	    "pid", (int)x->pid, "scope", x->scope, "signal", x->signal,
 	    "deadline", x->deadline, "lateness_ms", x->lateness_ms, "sent",
@@ -152,28 +152,28 @@ wd_read(struct watch *w, uint32_t events)
 	struct supervisor *sv = w->ctx;
 
 	(void)events;
-	if (helper_read_lines(sv, w->fd, sv->wd_in, sizeof(sv->wd_in),
-	    &sv->wd_inlen, wd_line) == -1)
-		helper_lost(sv, &sv->wdw);
+	if (helper_read_lines(sv, w->fd, sv->wd.in, sizeof(sv->wd.in),
+	    &sv->wd.inlen, wd_line) == -1)
+		helper_lost(sv, &sv->wd.w);
 }
 
 /* SIGCHLD said our watchdog died: a new one, with the current workers. */
 void
 watchdog_died(struct supervisor *sv, int status)
 {
-	long long ran = mono_ms() - sv->wd_started_ms;
+	long long ran = mono_ms() - sv->wd.started_ms;
 
 	warn_msg("esv-watchdogd (pid %d) %s %d: restarting it",
-	    (int)sv->wd_pid, WIFSIGNALED(status) ? "killed by signal" :
+	    (int)sv->wd.pid, WIFSIGNALED(status) ? "killed by signal" :
 	    "exited", WIFSIGNALED(status) ? WTERMSIG(status) :
 	    WEXITSTATUS(status));
 	events_log(sv, "watchdog.restart", json_pack("{si}", "pid",
-	    (int)sv->wd_pid));
-	sv->wd_pid = 0;
-	if (sv->wdw.fd != -1)
-		helper_lost(sv, &sv->wdw);
+	    (int)sv->wd.pid));
+	sv->wd.pid = 0;
+	if (sv->wd.w.fd != -1)
+		helper_lost(sv, &sv->wd.w);
 	if (ran < WD_RESTART_MS) {
-		timer_arm_ms(sv->wd_timer.fd, WD_RESTART_MS - ran);
+		timer_arm_ms(sv->wd.timer.fd, WD_RESTART_MS - ran);
 		return;
 	}
 	wd_spawn(sv);
@@ -186,7 +186,7 @@ watchdog_timer(struct watch *w, uint32_t events)
 
 	(void)events;
 	timer_ack(w->fd);
-	if (sv->wd_pid == 0)
+	if (sv->wd.pid == 0)
 		wd_spawn(sv);
 }
 
@@ -201,21 +201,21 @@ watchdog_stop(struct supervisor *sv)
 	struct pollfd pfd;
 	long long until = mono_ms() + 200;
 
-	if (sv->wd_fifo_fd == -1)
+	if (sv->wd.fifo_fd == -1)
 		return;
-	if (sv->wdw.fd != -1)
-		shutdown(sv->wdw.fd, SHUT_WR);
-	while (sv->wdw.fd != -1 && mono_ms() < until) {
-		pfd = (struct pollfd){ .fd = sv->wdw.fd, .events = POLLIN };
+	if (sv->wd.w.fd != -1)
+		shutdown(sv->wd.w.fd, SHUT_WR);
+	while (sv->wd.w.fd != -1 && mono_ms() < until) {
+		pfd = (struct pollfd){ .fd = sv->wd.w.fd, .events = POLLIN };
 		if (poll(&pfd, 1, (int)(until - mono_ms())) <= 0)
 			break;
-		wd_read(&sv->wdw, EPOLLIN);
+		wd_read(&sv->wd.w, EPOLLIN);
 	}
-	if (sv->wdw.fd != -1)
-		helper_lost(sv, &sv->wdw);
-	if (sv->wd_pid > 0)
-		kill(sv->wd_pid, SIGTERM);
-	unlink(sv->wd_fifo);
-	close(sv->wd_fifo_fd);
-	sv->wd_fifo_fd = -1;
+	if (sv->wd.w.fd != -1)
+		helper_lost(sv, &sv->wd.w);
+	if (sv->wd.pid > 0)
+		kill(sv->wd.pid, SIGTERM);
+	unlink(sv->wd.fifo);
+	close(sv->wd.fifo_fd);
+	sv->wd.fifo_fd = -1;
 }

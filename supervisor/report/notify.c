@@ -29,15 +29,15 @@ send_text(struct supervisor *sv, const char *text)
 {
 	ssize_t n;
 
-	if (sv->notify_fd == -1)
+	if (sv->notify.fd == -1)
 		return;
-	n = sendto(sv->notify_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL,
-	    (struct sockaddr *)&sv->notify_addr, sv->notify_addrlen);
-	if (n == -1 && !sv->notify_failed) {
-		warn_sys("unable to notify %s (said once)", sv->notify_name);
-		sv->notify_failed = true;
+	n = sendto(sv->notify.fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL,
+	    (struct sockaddr *)&sv->notify.addr, sv->notify.addrlen);
+	if (n == -1 && !sv->notify.failed) {
+		warn_sys("unable to notify %s (said once)", sv->notify.name);
+		sv->notify.failed = true;
 	} else if (n != -1)
-		sv->notify_failed = false;
+		sv->notify.failed = false;
 }
 
 static void
@@ -49,13 +49,13 @@ on_watchdog(struct watch *w, uint32_t events)
 	timer_ack(w->fd);
 	/* This handler running is the proof that the loop is alive. */
 	send_text(sv, "WATCHDOG=1");
-	timer_arm_ms(w->fd, sv->notify_watchdog_ms);
+	timer_arm_ms(w->fd, sv->notify.watchdog_ms);
 }
 
 static int
 notify_address(struct supervisor *sv, const char *path)
 {
-	struct sockaddr_un *sun = &sv->notify_addr;
+	struct sockaddr_un *sun = &sv->notify.addr;
 	size_t len = strlen(path);
 
 	memset(sun, 0, sizeof(*sun));
@@ -66,7 +66,7 @@ notify_address(struct supervisor *sv, const char *path)
 	memcpy(sun->sun_path, path, len);
 	if (path[0] == '@')
 		sun->sun_path[0] = '\0';	/* Linux's abstract namespace */
-	sv->notify_addrlen = offsetof(struct sockaddr_un, sun_path) + len +
+	sv->notify.addrlen = offsetof(struct sockaddr_un, sun_path) + len +
 	    (path[0] == '/');
 	return 0;
 }
@@ -80,14 +80,14 @@ notify_setup(struct supervisor *sv)
 	unsigned long long us = 0;
 	char *end;
 
-	sv->notify_fd = -1;
-	sv->notify_wdw.fd = -1;
+	sv->notify.fd = -1;
+	sv->notify.wdw.fd = -1;
 	if (sock != NULL && sock[0] != '\0') {
-		strlcpy(sv->notify_name, sock, sizeof(sv->notify_name));
+		strlcpy(sv->notify.name, sock, sizeof(sv->notify.name));
 		if (notify_address(sv, sock) == -1)
 			warn_msg("NOTIFY_SOCKET=%s: not a socket path (/...) "
 			    "or abstract name (@...): no readiness", sock);
-		else if ((sv->notify_fd = socket(AF_UNIX, SOCK_DGRAM |
+		else if ((sv->notify.fd = socket(AF_UNIX, SOCK_DGRAM |
 		    SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) == -1)
 			warn_sys("NOTIFY_SOCKET: unable to create a socket");
 	}
@@ -100,20 +100,20 @@ notify_setup(struct supervisor *sv)
 		else if (wpid != NULL && strtol(wpid, NULL, 10) != getpid())
 			us = 0;		/* meant for another process */
 		else {
-			sv->notify_watchdog_ms = (long long)(us / 2000);
-			if (sv->notify_watchdog_ms < 1)
-				sv->notify_watchdog_ms = 1;
+			sv->notify.watchdog_ms = (long long)(us / 2000);
+			if (sv->notify.watchdog_ms < 1)
+				sv->notify.watchdog_ms = 1;
 		}
 	}
 	unsetenv("NOTIFY_SOCKET");
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");
-	if (sv->notify_fd != -1 && sv->notify_watchdog_ms > 0) {
-		sv->notify_wdw = (struct watch){ .fn = on_watchdog, .ctx = sv };
-		if ((sv->notify_wdw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
-		    loop_add(&sv->loop, &sv->notify_wdw, EPOLLIN) == -1)
+	if (sv->notify.fd != -1 && sv->notify.watchdog_ms > 0) {
+		sv->notify.wdw = (struct watch){ .fn = on_watchdog, .ctx = sv };
+		if ((sv->notify.wdw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
+		    loop_add(&sv->loop, &sv->notify.wdw, EPOLLIN) == -1)
 			die(ESV_EXIT_SYSTEM, "unable to create a timer");
-		timer_arm_ms(sv->notify_wdw.fd, sv->notify_watchdog_ms);
+		timer_arm_ms(sv->notify.wdw.fd, sv->notify.watchdog_ms);
 	}
 }
 
@@ -126,14 +126,14 @@ notify_claim_fd(struct supervisor *sv)
 {
 	int fd = (int)sv->cfg->notification_fd;
 
-	sv->s6_notify_fd = -1;
+	sv->notify.s6_fd = -1;
 	if (fd == 0)
 		return;
 	if (fcntl(fd, F_GETFD) == -1)
 		diex(ESV_EXIT_USAGE, "--notification-fd %d: not an open file "
 		    "descriptor", fd);
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	sv->s6_notify_fd = fd;
+	sv->notify.s6_fd = fd;
 }
 
 /* The group runs after its rendezvous: ready, once. */
@@ -143,17 +143,17 @@ notify_ready(struct supervisor *sv)
 	char text[512];
 
 	notify_status(sv);
-	if (sv->ready)
+	if (sv->notify.ready)
 		return;
-	sv->ready = true;
-	snprintf(text, sizeof(text), "READY=1\nSTATUS=%s", sv->notify_status);
+	sv->notify.ready = true;
+	snprintf(text, sizeof(text), "READY=1\nSTATUS=%s", sv->notify.status);
 	send_text(sv, text);
-	if (sv->s6_notify_fd != -1) {
-		if (write(sv->s6_notify_fd, "\n", 1) != 1)
+	if (sv->notify.s6_fd != -1) {
+		if (write(sv->notify.s6_fd, "\n", 1) != 1)
 			warn_sys("unable to write to the notification fd %d",
-			    sv->s6_notify_fd);
-		close(sv->s6_notify_fd);
-		sv->s6_notify_fd = -1;
+			    sv->notify.s6_fd);
+		close(sv->notify.s6_fd);
+		sv->notify.s6_fd = -1;
 	}
 }
 
@@ -161,9 +161,9 @@ notify_ready(struct supervisor *sv)
 void
 notify_status(struct supervisor *sv)
 {
-	char line[sizeof(sv->notify_status)], text[sizeof(line) + 8];
+	char line[sizeof(sv->notify.status)], text[sizeof(line) + 8];
 
-	if (sv->notify_fd == -1)
+	if (sv->notify.fd == -1)
 		return;
 	if (sv->state == G_RUNNING)
 		snprintf(line, sizeof(line), "running: %u workers, attempt %u, "
@@ -173,9 +173,9 @@ notify_status(struct supervisor *sv)
 		snprintf(line, sizeof(line), "%s: attempt %u, restart %u/%u",
 		    group_state_name(sv->state), sv->attempt,
 		    sv->restart_count, sv->cfg->max_restarts);
-	if (strcmp(line, sv->notify_status) == 0)
+	if (strcmp(line, sv->notify.status) == 0)
 		return;
-	strlcpy(sv->notify_status, line, sizeof(sv->notify_status));
+	strlcpy(sv->notify.status, line, sizeof(sv->notify.status));
 	snprintf(text, sizeof(text), "STATUS=%s", line);
 	send_text(sv, text);
 }
@@ -193,7 +193,7 @@ notify_reloading(struct supervisor *sv, bool done)
 		    (unsigned long long)ts.tv_sec * 1000000ULL +
 		    (unsigned long long)ts.tv_nsec / 1000);
 		send_text(sv, text);
-	} else if (sv->ready)
+	} else if (sv->notify.ready)
 		send_text(sv, "READY=1");
 }
 

@@ -311,7 +311,7 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	static const char birth[] = "its cgroup (died at birth)";
 	const size_t stack_size = 256 * 1024;
 	struct spawn_args a = { .envp = envp, .lockfd = sv->grouplockfd,
-	    .guardianfd = sv->guardianfd, .sigdef = ignored_signals(),
+	    .guardianfd = sv->guard.fd, .sigdef = ignored_signals(),
 	    .nofile = &sv->nofile };
 	const char *step = "clone";
 	int fds[2], i, e;

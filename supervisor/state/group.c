@@ -76,7 +76,7 @@ supervisor_exit(struct supervisor *sv, int code)
 	 */
 	group_lock_release(sv);
 	cgroup_cleanup(sv);
-	close(sv->guardianfd);
+	close(sv->guard.fd);
 	/* The last line: how the job ended, for whoever reads the log. */
 	info_msg("exit %d: job %s after %u attempt%s (restarts: %u after "
 	    "failures, %u manual, %u membership) in %.1f s", code,
@@ -99,7 +99,7 @@ attempt_info(struct supervisor *sv, struct attempt_info *ai)
 	ai->restart_count = sv->restart_count;
 	ai->attempt_dir = sv->attempt_dir;
 	ai->use_agent_store = sv->round.use_agent_store;
-	ai->timer_file = sv->wd_fifo_fd != -1 ? sv->wd_fifo : NULL;
+	ai->timer_file = sv->wd.fifo_fd != -1 ? sv->wd.fifo : NULL;
 }
 
 static void
@@ -522,12 +522,12 @@ kill_adopted(struct supervisor *sv)
 	if ((pids = children_list(&n)) == NULL)
 		return;
 	for (i = 0; i < n; i++)
-		if (pids[i] > 1 && pids[i] != sv->guardian_pid &&
+		if (pids[i] > 1 && pids[i] != sv->guard.pid &&
 		    pids[i] != rs.host_pid && pids[i] != rs.lookup_pid &&
 		    pids[i] != rs.helper_pid &&
-		    pids[i] != sv->wd_pid &&
-		    pids[i] != sv->hd_pid && pids[i] != sv->host_pid &&
-		    pids[i] != sv->st_pid &&
+		    pids[i] != sv->wd.pid &&
+		    pids[i] != sv->hd.pid && pids[i] != sv->host_pid &&
+		    pids[i] != sv->st.pid &&
 		    !inherited(sv, pids[i], false))
 			kill(pids[i], SIGKILL);
 	free(pids);
@@ -702,11 +702,11 @@ group_timer(struct supervisor *sv)
 		group_start(sv);
 		return;
 	}
-	if (sv->state == G_FINISHING && sv->st_lingering) {
+	if (sv->state == G_FINISHING && sv->st.lingering) {
 		warn_msg("agent store: workers of other nodes still connected "
 		    "after %u ms (exit_barrier_timeout): stopping it",
 		    sv->cfg->rdzv.exit_barrier_ms);
-		sv->st_lingering = false;
+		sv->st.lingering = false;
 		store_stop(sv);
 		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 		return;

@@ -89,7 +89,7 @@ group_reap(struct supervisor *sv)
 	if (sv->state == G_RUNNING)
 		rdzv_check(&sv->rz);
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid == sv->guardian_pid) {
+		if (pid == sv->guard.pid) {
 			guardian_died(sv);
 			continue;
 		}
@@ -100,11 +100,11 @@ group_reap(struct supervisor *sv)
 				store_gone(sv);
 			continue;
 		}
-		if (pid == sv->wd_pid) {
+		if (pid == sv->wd.pid) {
 			watchdog_died(sv, status);
 			continue;
 		}
-		if (pid == sv->hd_pid) {
+		if (pid == sv->hd.pid) {
 			healthd_died(sv, status);
 			continue;
 		}

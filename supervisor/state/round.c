@@ -200,7 +200,7 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 	 * Past the end we told the guardian: it has killed the workers'
 	 * cgroup (we were stopped), so the next start needs new ones.
 	 */
-	if (sv->guard_lease > 0 && now >= sv->guard_lease)
+	if (sv->guard.lease > 0 && now >= sv->guard.lease)
 		cgroup_kill(sv);
 	if (sv->state != G_STOPPING || sv->alive == 0 || sv->kill_phase != 0 ||
 	    sv->draining || kill_at_ms >= sv->kill_at)
