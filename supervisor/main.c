@@ -326,17 +326,19 @@ rdzv_host_changed(void *ctx, pid_t gone, pid_t started)
 	struct supervisor *sv = ctx;
 
 	if (gone > 0)
-		guardian_drop(sv, gone);
+		guardian_drop(&sv->guard, gone);
 	if (started > 0)
-		guardian_add_spare(sv, started);
-	guardian_flush(sv);
+		guardian_add_spare(&sv->guard, started);
+	guardian_flush(&sv->guard);
 }
 
 /* The guardian's backstop for a supervisor stopped past the lease. */
 static void
 rdzv_lease(void *ctx, long long kill_at_ms)
 {
-	guardian_lease(ctx, kill_at_ms);
+	struct supervisor *sv = ctx;
+
+	guardian_lease(&sv->guard, kill_at_ms);
 }
 
 static void

@@ -76,13 +76,13 @@ void	group_lock_release(struct supervisor *sv);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);
-void	guardian_add(struct supervisor *sv, pid_t pgid);
-void	guardian_drop(struct supervisor *sv, pid_t pgid);
+void	guardian_add(struct guardian_run *g, pid_t pgid);
+void	guardian_drop(struct guardian_run *g, pid_t pgid);
 /* A group that is no worker's: killed with the job, not at the lease's end. */
-void	guardian_add_spare(struct supervisor *sv, pid_t pgid);
+void	guardian_add_spare(struct guardian_run *g, pid_t pgid);
 /* The workers' lease ends at kill_at_ms (mono_ms; 0: none): told at once. */
-void	guardian_lease(struct supervisor *sv, long long kill_at_ms);
-void	guardian_flush(struct supervisor *sv);
+void	guardian_lease(struct guardian_run *g, long long kill_at_ms);
+void	guardian_flush(struct guardian_run *g);
 void	guardian_died(struct supervisor *sv);
 
 #endif

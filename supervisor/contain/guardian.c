@@ -320,58 +320,58 @@ static char	pending[4096];
 static size_t	npending;
 
 void
-guardian_flush(struct supervisor *sv)
+guardian_flush(struct guardian_run *g)
 {
-	if (npending > 0 && write(sv->guard.fd, pending, npending) !=
+	if (npending > 0 && write(g->fd, pending, npending) !=
 	    (ssize_t)npending)
 		warn_sys("unable to write to the guardian");
 	npending = 0;
 }
 
 static void
-guardian_send(struct supervisor *sv, char op, pid_t pgid)
+guardian_send(struct guardian_run *g, char op, pid_t pgid)
 {
 	char line[GUARD_LINE_MAX];
 	size_t n;
 
 	n = guard_line(line, op, pgid);
 	if (npending + n > sizeof(pending))
-		guardian_flush(sv);
+		guardian_flush(g);
 	memcpy(pending + npending, line, n);
 	npending += n;
 }
 
 void
-guardian_add(struct supervisor *sv, pid_t pgid)
+guardian_add(struct guardian_run *g, pid_t pgid)
 {
-	guardian_send(sv, '+', pgid);
+	guardian_send(g, '+', pgid);
 }
 
 void
-guardian_drop(struct supervisor *sv, pid_t pgid)
+guardian_drop(struct guardian_run *g, pid_t pgid)
 {
-	guardian_send(sv, '-', pgid);
+	guardian_send(g, '-', pgid);
 }
 
 void
-guardian_add_spare(struct supervisor *sv, pid_t pgid)
+guardian_add_spare(struct guardian_run *g, pid_t pgid)
 {
-	guardian_send(sv, '=', pgid);
+	guardian_send(g, '=', pgid);
 }
 
 void
-guardian_lease(struct supervisor *sv, long long kill_at_ms)
+guardian_lease(struct guardian_run *g, long long kill_at_ms)
 {
 	char line[GUARD_LINE_MAX];
 	size_t n;
 
-	sv->guard.lease = kill_at_ms > 0 ? kill_at_ms : 0;
-	n = guard_line_ll(line, '@', sv->guard.lease);
+	g->lease = kill_at_ms > 0 ? kill_at_ms : 0;
+	n = guard_line_ll(line, '@', g->lease);
 	if (npending + n > sizeof(pending))
-		guardian_flush(sv);
+		guardian_flush(g);
 	memcpy(pending + npending, line, n);
 	npending += n;
-	guardian_flush(sv);
+	guardian_flush(g);
 }
 
 /* Someone killed the guardian: start another and tell it everything. */
@@ -386,8 +386,8 @@ guardian_died(struct supervisor *sv)
 	npending = 0;	/* the dead one's news: the list below replaces it */
 	for (i = 0; i < sv->nworkers; i++)
 		if (sv->workers[i].pgid > 1)
-			guardian_add(sv, sv->workers[i].pgid);
+			guardian_add(&sv->guard, sv->workers[i].pgid);
 	if (sv->guard.lease > 0)
-		guardian_lease(sv, sv->guard.lease);
-	guardian_flush(sv);
+		guardian_lease(&sv->guard, sv->guard.lease);
+	guardian_flush(&sv->guard);
 }

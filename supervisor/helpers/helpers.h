@@ -16,8 +16,8 @@
 
 int	store_prepare(struct supervisor *sv);
 int	store_round(struct supervisor *sv);
-void	store_drop(struct supervisor *sv);
-void	store_stop(struct supervisor *sv);
+void	store_drop(struct store_run *st);
+void	store_stop(struct store_run *st);
 /* Static, after a success: keep it for the other nodes (store_linger). */
 bool	store_linger(struct supervisor *sv);
 /* A child was reaped: was it the store, and was it the one kept? */

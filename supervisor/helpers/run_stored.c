@@ -113,7 +113,7 @@ store_prepare(struct supervisor *sv)
 	sv->rz.offer_port = 0;
 	if (!cfg->agent_store)
 		return 0;
-	store_drop(sv);
+	store_drop(&sv->st);
 	if (fixed && cfg->node_rank != 0)
 		return 0;
 	if ((sv->st.fd = listen_any(fixed ? cfg->master_port : 0, &port,
@@ -128,11 +128,11 @@ store_prepare(struct supervisor *sv)
 
 /* The socket of a join whose round another node serves. */
 void
-store_drop(struct supervisor *sv)
+store_drop(struct store_run *st)
 {
-	if (sv->st.fd != -1)
-		close(sv->st.fd);
-	sv->st.fd = -1;
+	if (st->fd != -1)
+		close(st->fd);
+	st->fd = -1;
 }
 
 /*
@@ -155,7 +155,7 @@ store_round(struct supervisor *sv)
 	sv->round.use_agent_store = true;
 	if (sv->round.ranks.group_rank != 0 || sv->st.fd == -1 ||
 	    sv->round.master_port != sv->rz.offer_port) {
-		store_drop(sv);
+		store_drop(&sv->st);
 		return 0;
 	}
 	/* Its predecessor not reaped yet: it goes now, reaped as a stray. */
@@ -191,12 +191,12 @@ store_round(struct supervisor *sv)
 	    0644) == -1) {
 		warn_sys("agent store: %s: unable to write the round's nodes",
 		    allow);
-		store_drop(sv);
+		store_drop(&sv->st);
 		return -1;
 	}
 	prog_path("esv-stored", "store", "ESV_STORED", path, sizeof(path));
 	e = prog_spawn(argv, sv->st.fd, true, &sv->st.pid);
-	store_drop(sv);
+	store_drop(&sv->st);
 	if (e != 0) {
 		sv->st.pid = 0;
 		warn_msg("agent store: unable to start %s: %s", path,
@@ -212,13 +212,13 @@ store_round(struct supervisor *sv)
 
 /* The attempt is over: its store goes (reaped by store_exited). */
 void
-store_stop(struct supervisor *sv)
+store_stop(struct store_run *st)
 {
-	if (sv->st.pid > 0 && !sv->st.stopping) {
-		kill(sv->st.pid, SIGTERM);
-		sv->st.stopping = true;
+	if (st->pid > 0 && !st->stopping) {
+		kill(st->pid, SIGTERM);
+		st->stopping = true;
 	}
-	sv->st.where[0] = '\0';
+	st->where[0] = '\0';
 }
 
 /*

@@ -392,8 +392,8 @@ out:
 	}
 	if (a.error != 0) {
 		/* It announced its group: take it back, before its pid is free. */
-		guardian_drop(sv, pid);
-		guardian_flush(sv);
+		guardian_drop(&sv->guard, pid);
+		guardian_flush(&sv->guard);
 		spawn_failed(sv, wk, a.step, a.error);
 		return -1;
 	}

@@ -67,7 +67,7 @@ supervisor_exit(struct supervisor *sv, int code)
 	report_group(sv);
 	event_broadcast(sv, ESV_EVENT_EXIT);
 	/* After the barrier: the other nodes' workers are done with it. */
-	store_stop(sv);
+	store_stop(&sv->st);
 	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED ||
 	    sv->state == G_FAILED || sv->state == G_FINISHING);
 	/*
@@ -212,7 +212,7 @@ group_launch(struct supervisor *sv)
 	 * we owe it goes first, so that a "-" of a pid never follows the "+"
 	 * of a new worker that reuses it.
 	 */
-	guardian_flush(sv);
+	guardian_flush(&sv->guard);
 	/* Start every worker first; the bookkeeping can wait a moment. */
 	for (i = 0; i < n; i++) {
 		struct envbuf env = { 0 };
@@ -229,7 +229,7 @@ group_launch(struct supervisor *sv)
 		sv->workers[i].state = W_STOPPED;
 		sv->workers[i].pid = sv->workers[i].last_pid = 0;
 	}
-	guardian_flush(sv);
+	guardian_flush(&sv->guard);
 	group_lock_release(sv);
 	watchdog_pids(sv);
 	sv->attempt++;
@@ -356,12 +356,12 @@ finish_cleanup(struct supervisor *sv)
 
 	for (i = 0; i < sv->nworkers; i++) {
 		if (sv->workers[i].pgid > 1)
-			guardian_drop(sv, sv->workers[i].pgid);
+			guardian_drop(&sv->guard, sv->workers[i].pgid);
 		sv->workers[i].pgid = 0;
 		worker_pidfd_close(&sv->workers[i]);
 		output_close(sv, &sv->workers[i]);
 	}
-	guardian_flush(sv);
+	guardian_flush(&sv->guard);
 	/*
 	 * The workers of other nodes may use the store after ours are done:
 	 * after a success it stays until the job's last worker is done, that
@@ -369,7 +369,7 @@ finish_cleanup(struct supervisor *sv)
 	 * (esv-stored(8)).  A stop ends the round on every node: it goes.
 	 */
 	if (sv->state != G_RUNNING)
-		store_stop(sv);
+		store_stop(&sv->st);
 	sv->pid_since = wall_now();
 	set_state(sv, G_DOWN);
 	event_broadcast(sv, ESV_EVENT_DOWN);
@@ -707,7 +707,7 @@ group_timer(struct supervisor *sv)
 		    "after %u ms (exit_barrier_timeout): stopping it",
 		    sv->cfg->rdzv.exit_barrier_ms);
 		sv->st.lingering = false;
-		store_stop(sv);
+		store_stop(&sv->st);
 		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
 		return;
 	}

@@ -163,7 +163,7 @@ group_membership_changed(struct supervisor *sv)
 		events_log(sv, "rdzv.superseded", json_pack("{si}", "round",
 		    sv->round.round));
 		sv->membership_restarts++;
-		store_stop(sv);
+		store_stop(&sv->st);
 		group_start(sv);
 		return;
 	}
