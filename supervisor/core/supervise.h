@@ -87,6 +87,20 @@ struct cgroups {
  * reporting read them.
  */
 
+/* JOBDIR/events.jsonl (report/events.c). */
+struct event_log {
+	int			 fd;
+	/* Lines not written for want of space; said once an episode ends. */
+	unsigned		 lost, lost_said;
+	bool			 failing;	/* the last append failed */
+};
+
+/* The workers' log lines not written for want of space (spawn/output.c). */
+struct lines_lost {
+	unsigned		 lost, lost_said;
+	bool			 failing;
+};
+
 /* The guardian (contain/guardian.c). */
 struct guardian_run {
 	int			 fd;		/* our end of its pipe */
@@ -153,12 +167,8 @@ struct supervisor {
 	int			 guardlockfd;	/* guardian.lock, shared with it */
 	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
 	int			 ctlfd, ctlkeepfd, okfd;
-	int			 eventsfd;	/* JOBDIR/events.jsonl */
-	/* Lines not written for want of space (events.c, output.c). */
-	unsigned		 events_lost, events_lost_said;
-	bool			 events_failing;	/* the last append failed */
-	unsigned		 log_lines_lost, log_lines_lost_said;
-	bool			 logs_failing;
+	struct event_log	 events;
+	struct lines_lost	 log_lines;
 
 	struct guardian_run	 guard;
 	struct watchdog_run	 wd;

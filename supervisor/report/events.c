@@ -33,12 +33,12 @@ trim_tail(struct supervisor *sv)
 	off_t end;
 	ssize_t n, i;
 
-	if (fstat(sv->eventsfd, &st) == -1)
+	if (fstat(sv->events.fd, &st) == -1)
 		return;
 	for (end = st.st_size; end > 0; end -= n) {
 		n = end < (off_t)sizeof(buf) ? (ssize_t)end :
 		    (ssize_t)sizeof(buf);
-		if (pread(sv->eventsfd, buf, n, end - n) != n)
+		if (pread(sv->events.fd, buf, n, end - n) != n)
 			return;
 		for (i = n; i > 0; i--)
 			if (buf[i - 1] == '\n')
@@ -52,7 +52,7 @@ trim_tail(struct supervisor *sv)
 		return;
 	warn_msg("%s/%s: its last line was cut short: removed",
 	    sv->cfg->jobdir, ESV_EVENTS_FILE);
-	if (ftruncate(sv->eventsfd, end) == -1)
+	if (ftruncate(sv->events.fd, end) == -1)
 		warn_sys("unable to truncate %s/%s", sv->cfg->jobdir,
 		    ESV_EVENTS_FILE);
 }
@@ -60,9 +60,9 @@ trim_tail(struct supervisor *sv)
 void
 events_open(struct supervisor *sv)
 {
-	sv->eventsfd = openat(sv->jobfd, ESV_EVENTS_FILE,
+	sv->events.fd = openat(sv->jobfd, ESV_EVENTS_FILE,
 	    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (sv->eventsfd == -1)
+	if (sv->events.fd == -1)
 		warn_sys("unable to open %s/%s", sv->cfg->jobdir, ESV_EVENTS_FILE);
 	else
 		trim_tail(sv);
@@ -79,8 +79,8 @@ take_back(struct supervisor *sv, size_t n)
 
 	if (n == 0)
 		return;
-	if (fstat(sv->eventsfd, &st) == -1 || (size_t)st.st_size < n ||
-	    ftruncate(sv->eventsfd, st.st_size - n) == -1)
+	if (fstat(sv->events.fd, &st) == -1 || (size_t)st.st_size < n ||
+	    ftruncate(sv->events.fd, st.st_size - n) == -1)
 		warn_sys("unable to take back a partial line of %s/%s",
 		    sv->cfg->jobdir, ESV_EVENTS_FILE);
 }
@@ -96,7 +96,7 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 	unsigned lost;
 	int e;
 
-	if (sv->eventsfd == -1) {
+	if (sv->events.fd == -1) {
 		json_decref(fields);
 		return;
 	}
@@ -114,7 +114,7 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 	line[len] = '\n';	/* json_dumps left room: its NUL */
 	/* After a short write, the next one says why (or completes it). */
 	for (off = 0; off < len + 1; off += w)
-		if ((w = write(sv->eventsfd, line + off, len + 1 - off)) == -1) {
+		if ((w = write(sv->events.fd, line + off, len + 1 - off)) == -1) {
 			if (errno != EINTR)
 				break;
 			w = 0;
@@ -122,12 +122,12 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 	e = errno;
 	free(line);
 	if (off == len + 1) {
-		if (!sv->events_failing)
+		if (!sv->events.failing)
 			return;
 		/* Said once per episode, at its end, in the file too. */
-		sv->events_failing = false;
-		lost = sv->events_lost - sv->events_lost_said;
-		sv->events_lost_said = sv->events_lost;
+		sv->events.failing = false;
+		lost = sv->events.lost - sv->events.lost_said;
+		sv->events.lost_said = sv->events.lost;
 		info_msg("appending to %s/%s again: %u event%s lost",
 		    sv->cfg->jobdir, ESV_EVENTS_FILE, lost, lost == 1 ? "" : "s");
 		events_log(sv, "events.lost", json_pack("{si}", "lost",
@@ -135,10 +135,10 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 		return;
 	}
 	take_back(sv, off);
-	sv->events_lost++;
-	if (sv->events_failing)
+	sv->events.lost++;
+	if (sv->events.failing)
 		return;
-	sv->events_failing = true;
+	sv->events.failing = true;
 	warn_msg("unable to append to %s/%s: %s: events are lost until "
 	    "it works again", sv->cfg->jobdir, ESV_EVENTS_FILE, strerror(e));
 }

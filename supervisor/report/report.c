@@ -143,8 +143,8 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, JK(FAILURES_SIGNAL), "%u", sv->failures_signal);
 	kv_addf(&kb, JK(FAILURES_EXEC), "%u", sv->failures_exec);
 	kv_addf(&kb, JK(FAILURES_SPAWN), "%u", sv->failures_spawn);
-	kv_addf(&kb, JK(EVENTS_LOST), "%u", sv->events_lost);
-	kv_addf(&kb, JK(LOG_LINES_LOST), "%u", sv->log_lines_lost);
+	kv_addf(&kb, JK(EVENTS_LOST), "%u", sv->events.lost);
+	kv_addf(&kb, JK(LOG_LINES_LOST), "%u", sv->log_lines.lost);
 	kv_add(&kb, JK(HEALTH_LISTEN), sv->hd.where);
 	kv_add(&kb, JK(STORE_LISTEN), sv->st.where);
 	kv_addf(&kb, JK(GROUP_RANK), "%u", r->group_rank);

@@ -68,10 +68,10 @@ log_line(struct stream *s, const char *line, size_t len)
 			w = 0;
 		}
 	if (off == len) {
-		if (sv->logs_failing) {
-			sv->logs_failing = false;
-			lost = sv->log_lines_lost - sv->log_lines_lost_said;
-			sv->log_lines_lost_said = sv->log_lines_lost;
+		if (sv->log_lines.failing) {
+			sv->log_lines.failing = false;
+			lost = sv->log_lines.lost - sv->log_lines.lost_said;
+			sv->log_lines.lost_said = sv->log_lines.lost;
 			info_msg("writing worker logs again: %u line%s lost",
 			    lost, lost == 1 ? "" : "s");
 		}
@@ -85,9 +85,9 @@ log_line(struct stream *s, const char *line, size_t len)
 	    lseek(s->file, st.st_size - off, SEEK_SET) == -1))
 		warn_sys("worker %u: unable to take back a partial log line",
 		    s->wk->local_rank);
-	sv->log_lines_lost++;
-	if (!sv->logs_failing) {
-		sv->logs_failing = true;
+	sv->log_lines.lost++;
+	if (!sv->log_lines.failing) {
+		sv->log_lines.failing = true;
 		warn_msg("worker %u: unable to write its log: %s: lines are "
 		    "lost until it works again", s->wk->local_rank,
 		    strerror(e));
