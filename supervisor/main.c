@@ -273,9 +273,9 @@ setup_loop(struct supervisor *sv)
 	if ((sv->timerw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
 	    loop_add(&sv->loop, &sv->timerw, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
-	sv->ctlw = (struct watch){ .fd = sv->ctlfd, .fn = control_read,
+	sv->ctl.w = (struct watch){ .fd = sv->ctl.fd, .fn = control_read,
 	    .ctx = sv };
-	if (loop_add(&sv->loop, &sv->ctlw, EPOLLIN) == -1)
+	if (loop_add(&sv->loop, &sv->ctl.w, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to watch the control FIFO");
 }
 

@@ -50,14 +50,14 @@ control_setup(struct supervisor *sv)
 	if (make_fifo(sv, ESV_CONTROL) == -1 || make_fifo(sv, ESV_OK) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
-	sv->ctlfd = openat(sv->jobfd, ESV_CONTROL,
+	sv->ctl.fd = openat(sv->jobfd, ESV_CONTROL,
 	    O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	/* Our own writer: the FIFO never reads EOF when clients go. */
-	sv->ctlkeepfd = openat(sv->jobfd, ESV_CONTROL,
+	sv->ctl.keepfd = openat(sv->jobfd, ESV_CONTROL,
 	    O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	sv->okfd = openat(sv->jobfd, ESV_OK,
+	sv->ctl.okfd = openat(sv->jobfd, ESV_OK,
 	    O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	if (sv->ctlfd == -1 || sv->ctlkeepfd == -1 || sv->okfd == -1)
+	if (sv->ctl.fd == -1 || sv->ctl.keepfd == -1 || sv->ctl.okfd == -1)
 		die(ESV_EXIT_SYSTEM, "unable to open the FIFOs in %s/%s", jd,
 		    ESV_SUPERVISE_DIR);
 }

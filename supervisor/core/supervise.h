@@ -101,6 +101,22 @@ struct lines_lost {
 	bool			 failing;
 };
 
+/* supervise/control and supervise/ok (control/control.c). */
+struct control_fifo {
+	int			 fd, keepfd, okfd;
+	struct watch		 w;
+};
+
+/*
+ * The host's canonical name for the failure summary (report/hostname.c),
+ * looked up by a child; name holds gethostname() until it answers.
+ */
+struct host_lookup {
+	char			 name[256];
+	struct watch		 w;
+	pid_t			 pid;		/* its child, until reaped */
+};
+
 /* The guardian (contain/guardian.c). */
 struct guardian_run {
 	int			 fd;		/* our end of its pipe */
@@ -166,7 +182,7 @@ struct supervisor {
 	long long		 drain_deadline;
 	int			 guardlockfd;	/* guardian.lock, shared with it */
 	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
-	int			 ctlfd, ctlkeepfd, okfd;
+	struct control_fifo	 ctl;
 	struct event_log	 events;
 	struct lines_lost	 log_lines;
 
@@ -176,7 +192,7 @@ struct supervisor {
 	struct store_run	 st;
 
 	struct loop		 loop;
-	struct watch		 sigw, ctlw, timerw;
+	struct watch		 sigw, timerw;
 
 	struct rdzv_params	 rzp;	/* what rz knows of the job */
 	struct rdzv		 rz;
@@ -229,9 +245,7 @@ struct supervisor {
 	char			 run_dir[PATH_MAX];
 	char			 attempt_dir[PATH_MAX];
 	char			 python[PATH_MAX];
-	char			 host[256];	/* hostname.c */
-	struct watch		 hostw;
-	pid_t			 host_pid;	/* its child, until reaped */
+	struct host_lookup	 host;
 	const char		*job_name;	/* the summary's title */
 	int			 exit_code;
 	unsigned		 report_next;	/* next worker whose files to write */

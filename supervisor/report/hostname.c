@@ -20,7 +20,7 @@ static void
 hostname_read(struct watch *w, uint32_t events)
 {
 	struct supervisor *sv = w->ctx;
-	char buf[sizeof(sv->host)];
+	char buf[sizeof(sv->host.name)];
 	ssize_t n;
 
 	(void)events;
@@ -31,7 +31,7 @@ hostname_read(struct watch *w, uint32_t events)
 		buf[n] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
 		if (buf[0] != '\0')
-			strlcpy(sv->host, buf, sizeof(sv->host));
+			strlcpy(sv->host.name, buf, sizeof(sv->host.name));
 	}
 	loop_del(&sv->loop, w);
 	close(w->fd);
@@ -41,14 +41,14 @@ hostname_read(struct watch *w, uint32_t events)
 void
 hostname_start(struct supervisor *sv)
 {
-	char name[sizeof(sv->host)];
+	char name[sizeof(sv->host.name)];
 	int p[2], fd;
 	pid_t pid;
 
-	if (gethostname(sv->host, sizeof(sv->host)) == -1)
-		strlcpy(sv->host, "localhost", sizeof(sv->host));
-	sv->host[sizeof(sv->host) - 1] = '\0';
-	sv->hostw.fd = -1;
+	if (gethostname(sv->host.name, sizeof(sv->host.name)) == -1)
+		strlcpy(sv->host.name, "localhost", sizeof(sv->host.name));
+	sv->host.name[sizeof(sv->host.name) - 1] = '\0';
+	sv->host.w.fd = -1;
 	if (pipe2(p, O_CLOEXEC) == -1) {
 		warn_sys("unable to create a pipe for the host name");
 		return;
@@ -70,11 +70,11 @@ hostname_start(struct supervisor *sv)
 		_exit(ESV_EXIT_OK);
 	}
 	close(p[1]);
-	sv->host_pid = pid;
-	sv->hostw = (struct watch){ .fd = p[0], .fn = hostname_read, .ctx = sv };
-	if (loop_add(&sv->loop, &sv->hostw, EPOLLIN) == -1) {
+	sv->host.pid = pid;
+	sv->host.w = (struct watch){ .fd = p[0], .fn = hostname_read, .ctx = sv };
+	if (loop_add(&sv->loop, &sv->host.w, EPOLLIN) == -1) {
 		warn_sys("unable to watch the host name's pipe");
 		close(p[0]);
-		sv->hostw.fd = -1;
+		sv->host.w.fd = -1;
 	}
 }

@@ -377,7 +377,7 @@ report_failure(struct supervisor *sv, bool final)
 
 	if (sv->nfailures == 0)
 		return;
-	json = failure_summary_json(name, sv->host, sv->failures,
+	json = failure_summary_json(name, sv->host.name, sv->failures,
 	    sv->nfailures);
 	if (json != NULL) {
 		write_at(sv, ESV_FAILURE, json, strlen(json));
@@ -385,7 +385,7 @@ report_failure(struct supervisor *sv, bool final)
 	}
 	if (!final)
 		return;
-	failure_summary_text(stderr, name, sv->host, sv->failures,
+	failure_summary_text(stderr, name, sv->host.name, sv->failures,
 	    sv->nfailures);
 	fflush(stderr);
 	root = failure_root_cause(sv->failures, sv->nfailures);

@@ -41,7 +41,7 @@ void	notify_stopping(struct supervisor *sv);
 
 /*
  * hostname.c: the host's canonical name for the failure summary, looked
- * up by a child; sv->host holds gethostname() until it answers.
+ * up by a child; sv->host.name holds gethostname() until it answers.
  */
 void	hostname_start(struct supervisor *sv);
 

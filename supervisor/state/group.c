@@ -526,7 +526,7 @@ kill_adopted(struct supervisor *sv)
 		    pids[i] != rs.host_pid && pids[i] != rs.lookup_pid &&
 		    pids[i] != rs.helper_pid &&
 		    pids[i] != sv->wd.pid &&
-		    pids[i] != sv->hd.pid && pids[i] != sv->host_pid &&
+		    pids[i] != sv->hd.pid && pids[i] != sv->host.pid &&
 		    pids[i] != sv->st.pid &&
 		    !inherited(sv, pids[i], false))
 			kill(pids[i], SIGKILL);

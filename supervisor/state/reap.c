@@ -108,8 +108,8 @@ group_reap(struct supervisor *sv)
 			healthd_died(sv, status);
 			continue;
 		}
-		if (pid == sv->host_pid) {
-			sv->host_pid = 0;
+		if (pid == sv->host.pid) {
+			sv->host.pid = 0;
 			continue;
 		}
 		if ((wk = find_worker(sv, pid)) == NULL) {
