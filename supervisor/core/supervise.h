@@ -87,6 +87,20 @@ struct cgroups {
  * reporting read them.
  */
 
+/*
+ * What the group counted (state/), for the state files, the events and
+ * esv-healthd's metrics (report/).
+ */
+struct group_counts {
+	unsigned		 attempt;	/* group starts so far */
+	unsigned		 restart_count;	/* failure restarts, as torch */
+	unsigned		 manual_restarts;
+	unsigned		 membership_restarts;	/* scale up/down */
+	/* Failed workers by how they ended. */
+	unsigned		 failures_exit, failures_signal, failures_exec;
+	unsigned		 failures_spawn;	/* could not even reach exec */
+};
+
 /* JOBDIR/events.jsonl (report/events.c). */
 struct event_log {
 	int			 fd;
@@ -227,13 +241,7 @@ struct supervisor {
 	long long		 attempt_started_ms;
 	long long		 next_start_wall;	/* for the state file */
 
-	unsigned		 attempt;	/* group starts so far */
-	unsigned		 restart_count;	/* failure restarts, as torch */
-	unsigned		 manual_restarts;
-	unsigned		 membership_restarts;	/* scale up/down */
-	/* Failed workers by how they ended, for esv-healthd's metrics. */
-	unsigned		 failures_exit, failures_signal, failures_exec;
-	unsigned		 failures_spawn;	/* could not even reach exec */
+	struct group_counts	 counts;
 	struct backoff		 backoff;
 
 	struct worker_failure	*failures;

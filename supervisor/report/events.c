@@ -103,9 +103,9 @@ events_log(struct supervisor *sv, const char *name, json_t *fields)
 	ev = fields != NULL ? fields : json_object();
 	json_object_set_new(ev, "time", json_real(wall_now()));
 	json_object_set_new(ev, "event", json_string(name));
-	json_object_set_new(ev, "attempt", json_integer(sv->attempt));
+	json_object_set_new(ev, "attempt", json_integer(sv->counts.attempt));
 	json_object_set_new(ev, "restart_count",
-	    json_integer(sv->restart_count));
+	    json_integer(sv->counts.restart_count));
 	line = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(ev);
 	if (line == NULL)

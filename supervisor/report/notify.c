@@ -167,12 +167,12 @@ notify_status(struct supervisor *sv)
 		return;
 	if (sv->state == G_RUNNING)
 		snprintf(line, sizeof(line), "running: %u workers, attempt %u, "
-		    "restart %u/%u", sv->alive, sv->attempt,
-		    sv->restart_count, sv->cfg->max_restarts);
+		    "restart %u/%u", sv->alive, sv->counts.attempt,
+		    sv->counts.restart_count, sv->cfg->max_restarts);
 	else
 		snprintf(line, sizeof(line), "%s: attempt %u, restart %u/%u",
-		    group_state_name(sv->state), sv->attempt,
-		    sv->restart_count, sv->cfg->max_restarts);
+		    group_state_name(sv->state), sv->counts.attempt,
+		    sv->counts.restart_count, sv->cfg->max_restarts);
 	if (strcmp(line, sv->notify.status) == 0)
 		return;
 	strlcpy(sv->notify.status, line, sizeof(sv->notify.status));

@@ -120,10 +120,10 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, JK(PAUSED), "%d", sv->paused);
 	kv_addf(&kb, JK(SINCE), "%.6f", sv->since);
 	kv_addf(&kb, JK(SUPERVISOR_PID), "%d", (int)getpid());
-	kv_addf(&kb, JK(ATTEMPT), "%u", sv->attempt);
-	kv_addf(&kb, JK(RESTART_COUNT), "%u", sv->restart_count);
+	kv_addf(&kb, JK(ATTEMPT), "%u", sv->counts.attempt);
+	kv_addf(&kb, JK(RESTART_COUNT), "%u", sv->counts.restart_count);
 	kv_addf(&kb, JK(MAX_RESTARTS), "%u", cfg->max_restarts);
-	kv_addf(&kb, JK(MANUAL_RESTARTS), "%u", sv->manual_restarts);
+	kv_addf(&kb, JK(MANUAL_RESTARTS), "%u", sv->counts.manual_restarts);
 	kv_add(&kb, JK(RUN_ID), cfg->run_id);
 	kv_add(&kb, JK(ROLE), cfg->role);
 	kv_add(&kb, JK(RDZV_BACKEND), cfg->rdzv_backend);
@@ -136,13 +136,13 @@ report_group(struct supervisor *sv)
 		kv_add(&kb, JK(RDZV_ROUND), "");
 	kv_addf(&kb, JK(RDZV_PARTICIPANTS), "%u", rs.participants);
 	kv_addf(&kb, JK(NODES_WAITING), "%u", rs.nodes_waiting);
-	kv_addf(&kb, JK(MEMBERSHIP_RESTARTS), "%u", sv->membership_restarts);
+	kv_addf(&kb, JK(MEMBERSHIP_RESTARTS), "%u", sv->counts.membership_restarts);
 	kv_add(&kb, JK(WATCHDOG_SOCKET), sv->wd.fifo_fd != -1 ? sv->wd.sock : "");
 	kv_addf(&kb, JK(TIMERS_EXPIRED), "%u", sv->wd.timers_expired);
-	kv_addf(&kb, JK(FAILURES_EXIT), "%u", sv->failures_exit);
-	kv_addf(&kb, JK(FAILURES_SIGNAL), "%u", sv->failures_signal);
-	kv_addf(&kb, JK(FAILURES_EXEC), "%u", sv->failures_exec);
-	kv_addf(&kb, JK(FAILURES_SPAWN), "%u", sv->failures_spawn);
+	kv_addf(&kb, JK(FAILURES_EXIT), "%u", sv->counts.failures_exit);
+	kv_addf(&kb, JK(FAILURES_SIGNAL), "%u", sv->counts.failures_signal);
+	kv_addf(&kb, JK(FAILURES_EXEC), "%u", sv->counts.failures_exec);
+	kv_addf(&kb, JK(FAILURES_SPAWN), "%u", sv->counts.failures_spawn);
 	kv_addf(&kb, JK(EVENTS_LOST), "%u", sv->events.lost);
 	kv_addf(&kb, JK(LOG_LINES_LOST), "%u", sv->log_lines.lost);
 	kv_add(&kb, JK(HEALTH_LISTEN), sv->hd.where);
@@ -239,8 +239,8 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	    sv->round.ranks.base_role_rank + wk->local_rank);
 	kv_addf(&kb, WK(PID), "%d", (int)wk->last_pid);
 	kv_addf(&kb, WK(PGID), "%d", (int)wk->last_pid);
-	kv_addf(&kb, WK(ATTEMPT), "%u", sv->attempt);
-	kv_addf(&kb, WK(RESTART_COUNT), "%u", sv->restart_count);
+	kv_addf(&kb, WK(ATTEMPT), "%u", sv->counts.attempt);
+	kv_addf(&kb, WK(RESTART_COUNT), "%u", sv->counts.restart_count);
 	kv_addf(&kb, WK(STARTED), "%.6f", wk->started);
 	if (gone) {
 		kv_addf(&kb, WK(EXITED), "%.6f", wk->exited);

@@ -135,10 +135,10 @@ prepare_attempt_dir(struct supervisor *sv)
 	for (n = 0; ; n++) {
 		if (n == 0)
 			snprintf(name, sizeof(name), "attempt_%u",
-			    sv->restart_count);
+			    sv->counts.restart_count);
 		else
 			snprintf(name, sizeof(name), "attempt_%u.%u",
-			    sv->restart_count, n);
+			    sv->counts.restart_count, n);
 		pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/%s",
 		    sv->run_dir, name);
 		if (mkdirat(sv->runfd, name, 0755) == 0)

@@ -130,13 +130,13 @@ flush_exits(struct supervisor *sv)
 			record_failure(sv, wk);
 			/* Here, where spawn failures pass too (exec_errno). */
 			if (wk->spawn_step != NULL)
-				sv->failures_spawn++;
+				sv->counts.failures_spawn++;
 			else if (wk->exec_errno != 0)
-				sv->failures_exec++;
+				sv->counts.failures_exec++;
 			else if (wk->exitcode < 0)
-				sv->failures_signal++;
+				sv->counts.failures_signal++;
 			else
-				sv->failures_exit++;
+				sv->counts.failures_exit++;
 		}
 		ev = json_pack("{si si si si ss ss}",
 		    "local_rank", wk->local_rank, "rank",

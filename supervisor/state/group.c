@@ -82,8 +82,8 @@ supervisor_exit(struct supervisor *sv, int code)
 	    "failures, %u manual, %u membership) in %.1f s", code,
 	    code == ESV_EXIT_OK ? "succeeded" : sv->state == G_FAILED ?
 	    "failed" : code == ESV_EXIT_FAILED ? "stopped" : "ended by an error",
-	    sv->attempt, sv->attempt == 1 ? "" : "s", sv->restart_count,
-	    sv->manual_restarts, sv->membership_restarts,
+	    sv->counts.attempt, sv->counts.attempt == 1 ? "" : "s", sv->counts.restart_count,
+	    sv->counts.manual_restarts, sv->counts.membership_restarts,
 	    wall_now() - sv->started_wall);
 	exit(code);
 }
@@ -96,7 +96,7 @@ attempt_info(struct supervisor *sv, struct attempt_info *ai)
 	ai->ranks = sv->round.ranks;
 	ai->master_addr = sv->round.master_addr;
 	ai->master_port = sv->round.master_port;
-	ai->restart_count = sv->restart_count;
+	ai->restart_count = sv->counts.restart_count;
 	ai->attempt_dir = sv->attempt_dir;
 	ai->use_agent_store = sv->round.use_agent_store;
 	ai->timer_file = sv->wd.fifo_fd != -1 ? sv->wd.fifo : NULL;
@@ -232,7 +232,7 @@ group_launch(struct supervisor *sv)
 	guardian_flush(&sv->guard);
 	group_lock_release(sv);
 	watchdog_pids(sv);
-	sv->attempt++;
+	sv->counts.attempt++;
 	sv->attempt_started_ms = mono_ms();
 	sv->pid_since = wall_now();
 	group_enter(sv, G_RUNNING);
@@ -249,7 +249,7 @@ group_launch(struct supervisor *sv)
 		snprintf(of, sizeof(of), " of %u", n);
 	info_msg("started %u%s workers (attempt %u, restart %u/%u, ranks "
 	    "%u-%u of %u, master %s:%u), logs in %s", sv->alive, of,
-	    sv->attempt, sv->restart_count, sv->cfg->max_restarts,
+	    sv->counts.attempt, sv->counts.restart_count, sv->cfg->max_restarts,
 	    ai.ranks.base_rank, ai.ranks.base_rank + n - 1,
 	    ai.ranks.world_size, ai.master_addr, ai.master_port,
 	    sv->attempt_dir);
@@ -583,8 +583,8 @@ restart_after_failure(struct supervisor *sv)
 	unsigned delay;
 
 	report_failure(sv, false);
-	sv->restart_count++;
-	info_msg("worker group failed: restart %u of %u", sv->restart_count,
+	sv->counts.restart_count++;
+	info_msg("worker group failed: restart %u of %u", sv->counts.restart_count,
 	    sv->cfg->max_restarts);
 	delay = backoff_next(&sv->backoff, ran);
 	events_log(sv, "group.restart", json_pack("{si}", "delay_ms", delay));
@@ -617,7 +617,7 @@ after_stop_next(struct supervisor *sv, enum stop_reason why)
 	if (why == STOP_FAILURE && verdict_wait(sv))
 		return;
 	sv->failed_at = 0;
-	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->restart_count,
+	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->counts.restart_count,
 	    sv->cfg->max_restarts)) {
 	case NEXT_EXIT:
 		supervisor_exit(sv, ESV_EXIT_FAILED);
@@ -633,15 +633,15 @@ after_stop_next(struct supervisor *sv, enum stop_reason why)
 			report_failure(sv, false);
 			info_msg("worker group failed while going down: "
 			    "staying down, restarts %u of %u",
-			    sv->restart_count, sv->cfg->max_restarts);
+			    sv->counts.restart_count, sv->cfg->max_restarts);
 		}
 		rdzv_leave(&sv->rz);
 		return;
 	case NEXT_START:
 		if (why == STOP_MANUAL)
-			sv->manual_restarts++;
+			sv->counts.manual_restarts++;
 		if (why == STOP_MEMBERSHIP)
-			sv->membership_restarts++;
+			sv->counts.membership_restarts++;
 		group_start(sv);
 	}
 }

@@ -162,7 +162,7 @@ group_membership_changed(struct supervisor *sv)
 		    "superseded: its workers run again in the next round");
 		events_log(sv, "rdzv.superseded", json_pack("{si}", "round",
 		    sv->round.round));
-		sv->membership_restarts++;
+		sv->counts.membership_restarts++;
 		store_stop(&sv->st);
 		group_start(sv);
 		return;
