@@ -17,7 +17,7 @@
  * removed at the end,
  * exactly esv's way where the memory controller is not enabled:
  * clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP) and exec, with
- * esv-supervise's own supervisor/clone_into.c.  DIR must be a directory
+ * esv-supervise's own supervisor/spawn/clone_into.c.  DIR must be a directory
  * of a cgroup v2 hierarchy we may write; the difference to --spawn is the
  * least a cgroup per worker costs.
  *

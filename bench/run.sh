@@ -34,8 +34,8 @@ set -eu
 : "${BENCH_FAIL_MS:=200}"
 
 cc_bench "$bench/stamp_worker.c" "$work/stamp_worker"
-cc_bench "$bench/floor.c" "$work/floor" -I"$root/supervisor" \
-    "$root/supervisor/clone_into.c"
+cc_bench "$bench/floor.c" "$work/floor" -I"$root/supervisor/spawn" \
+    "$root/supervisor/spawn/clone_into.c"
 
 export BENCH_BEFORE_BIN_DIR=${BENCH_BEFORE_BIN_DIR:-}
 export BENCH_WORK=$work BENCH_DIR=$bench ESV_BIN_DIR BENCH_REPS BENCH_SIZES \

@@ -24,12 +24,17 @@
 
 #include "atomicfile.h"
 #include "confvalue.h"
+#include "contain.h"
+#include "control.h"
 #include "ctldir.h"
 #include "fifodir.h"
+#include "group.h"
+#include "helpers.h"
 #include "kvfile.h"
 #include "msg.h"
+#include "report.h"
 #include "sig.h"
-#include "supervise.h"
+#include "spawning.h"
 #include "trust.h"
 
 extern char **environ;
@@ -268,9 +273,9 @@ setup_loop(struct supervisor *sv)
 	if ((sv->timerw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
 	    loop_add(&sv->loop, &sv->timerw, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to create a timer");
-	sv->ctlw = (struct watch){ .fd = sv->ctlfd, .fn = control_read,
+	sv->ctl.w = (struct watch){ .fd = sv->ctl.fd, .fn = control_read,
 	    .ctx = sv };
-	if (loop_add(&sv->loop, &sv->ctlw, EPOLLIN) == -1)
+	if (loop_add(&sv->loop, &sv->ctl.w, EPOLLIN) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to watch the control FIFO");
 }
 
@@ -321,17 +326,19 @@ rdzv_host_changed(void *ctx, pid_t gone, pid_t started)
 	struct supervisor *sv = ctx;
 
 	if (gone > 0)
-		guardian_drop(sv, gone);
+		guardian_drop(&sv->guard, gone);
 	if (started > 0)
-		guardian_add_spare(sv, started);
-	guardian_flush(sv);
+		guardian_add_spare(&sv->guard, started);
+	guardian_flush(&sv->guard);
 }
 
 /* The guardian's backstop for a supervisor stopped past the lease. */
 static void
 rdzv_lease(void *ctx, long long kill_at_ms)
 {
-	guardian_lease(ctx, kill_at_ms);
+	struct supervisor *sv = ctx;
+
+	guardian_lease(&sv->guard, kill_at_ms);
 }
 
 static void
@@ -407,8 +414,8 @@ main(int argc, char **argv)
 	notify_claim_fd(&sv);
 	sv.inherited = children_list(&sv.ninherited);
 	sv.grouplockfd = -1;
-	sv.wd_fifo_fd = sv.wdw.fd = -1;
-	sv.st_fd = -1;
+	sv.wd.fifo_fd = sv.wd.w.fd = -1;
+	sv.st.fd = -1;
 	sv.logfd = sv.runfd = sv.attemptfd = -1;
 	sv.environ = environ;
 	sv.argc = argc;
@@ -434,7 +441,7 @@ main(int argc, char **argv)
 	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
 	notify_setup(&sv);
 	/* Before any child: each belongs to the job's cgroup. */
-	cgroup_setup(&sv);
+	cgroup_setup(&sv, group_cgroup_event);
 	if (cgroup_check_limits(&sv, err, sizeof(err)) == -1)
 		diex(ESV_EXIT_USAGE, "%s", err);
 	hostname_start(&sv);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../supervisor/config.h"
+#include "../../supervisor/config/config.h"
 #include "fuzz.h"
 
 #define ARGS_MAX	32

@@ -1,12 +1,12 @@
 /*
- * The control FIFO's bytes against every state (supervisor/fsm.c): an
+ * The control FIFO's bytes against every state (supervisor/core/fsm.c): an
  * unknown byte does nothing, a known one always decides something
  * consistent.
  */
 #include <signal.h>
 #include <string.h>
 
-#include "../../supervisor/fsm.h"
+#include "../../supervisor/core/fsm.h"
 #include "fuzz.h"
 
 int

@@ -1,5 +1,5 @@
 /*
- * torch's error file, as any worker may leave it (supervisor/failure.c): the
+ * torch's error file, as any worker may leave it (supervisor/report/failure.c): the
  * failure is always recorded, failure.json always renders and parses, the
  * text summary always prints, and the root-cause copy is always written.
  */
@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "../../supervisor/failure.h"
+#include "../../supervisor/report/failure.h"
 #include "fuzz.h"
 #include "utf8.h"
 

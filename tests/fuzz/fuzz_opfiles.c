@@ -1,12 +1,12 @@
 /*
  * Files an operator or the kernel hands the supervisor, read as it reads
- * them: a JOBDIR/env/ file (supervisor/envdir.c: the first line, trailing
+ * them: a JOBDIR/env/ file (supervisor/spawn/envdir.c: the first line, trailing
  * blanks removed, NULs as newlines; empty unsets) and a cgroup's flat
  * keyed files (lib/cgstat.c: cpu.stat, memory.events, cgroup.events).
  */
 #include <string.h>
 
-#include "../../supervisor/envdir.h"
+#include "../../supervisor/spawn/envdir.h"
 #include "cgstat.h"
 #include "fuzz.h"
 

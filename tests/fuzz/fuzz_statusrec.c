@@ -1,12 +1,12 @@
 /*
- * runit's binary status record (supervisor/statusrec.c), as runit's sv(8) and
+ * runit's binary status record (supervisor/report/statusrec.c), as runit's sv(8) and
  * esv-ctl read supervise/status: every 20 bytes unpack, and pack gives
  * the same bytes back.
  */
 #include <string.h>
 
 #include "fuzz.h"
-#include "../../supervisor/statusrec.h"
+#include "../../supervisor/report/statusrec.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

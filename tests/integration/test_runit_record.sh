@@ -1,5 +1,5 @@
 #!/bin/bash
-# Checks the facts supervisor/statusrec.h relies on against
+# Checks the facts supervisor/report/statusrec.h relies on against
 # a record written by the real runsv: 20 bytes, TAI64 label 2^62 + 10 +
 # Unix seconds, pid little-endian at 12..15, state byte 1 while running.
 # Exit 0 pass, 77 skip (runit not installed), anything else failure.

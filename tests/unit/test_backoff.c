@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/backoff.h"
+#include "../../supervisor/core/backoff.h"
 
 /* torchrun restarts at once: initial 0 never delays, however fast. */
 static void

@@ -2,7 +2,7 @@
  * cgroup v2 accounting read from a cgroup directory (lib/cgstat.c), on a
  * tree of plain files made here: this host has no memory controller on
  * cgroup v2, so the OOM path is checked this way, down to the failure
- * message (supervisor/failure.c).
+ * message (supervisor/report/failure.c).
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "cgstat.h"
-#include "../../supervisor/failure.h"
+#include "../../supervisor/report/failure.h"
 
 static void
 put(int dfd, const char *name, const char *text)

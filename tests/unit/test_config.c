@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/config.h"
+#include "../../supervisor/config/config.h"
 
 struct fixture {
 	char			 dir[64];

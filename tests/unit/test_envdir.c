@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/envdir.h"
+#include "../../supervisor/spawn/envdir.h"
 
 static void
 test_value(void **state)

@@ -26,7 +26,7 @@
 #include <jansson.h>
 
 #include "atomicfile.h"
-#include "../../supervisor/failure.h"
+#include "../../supervisor/report/failure.h"
 #include "utf8.h"
 
 /* Where the goldens are: meson passes it; by hand, run from the top. */

@@ -1,6 +1,6 @@
 /*
  * Every control letter against every state of the group, and what follows
- * every kind of stop: supervisor/fsm.c, the decisions esv-supervise acts on.
+ * every kind of stop: supervisor/core/fsm.c, the decisions esv-supervise acts on.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/fsm.h"
+#include "../../supervisor/core/fsm.h"
 
 static const char *const state_names[G_NSTATES] = {
 	"down", "running", "stopping", "backoff", "succeeded", "failed",

@@ -1,5 +1,5 @@
 /*
- * The guardian's pipe protocol (supervisor/guardproto.h): what the
+ * The guardian's pipe protocol (supervisor/contain/guardproto.h): what the
  * supervisor and the workers write is read back whole, however the pipe
  * splits it, and nothing else is ever taken for a process group.
  */
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/guardproto.h"
+#include "../../supervisor/contain/guardproto.h"
 
 static char	ops[64];
 static pid_t	pgids[64];

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/linebuf.h"
+#include "../../supervisor/spawn/linebuf.h"
 
 /* Every emitted line, concatenated, with each line's length. */
 struct sink {

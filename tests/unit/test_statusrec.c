@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/statusrec.h"
+#include "../../supervisor/report/statusrec.h"
 
 /*
  * runit's TAI64 label: 2^62 + 10 + 1700000000 is

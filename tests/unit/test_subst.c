@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/subst.h"
+#include "../../supervisor/config/subst.h"
 
 static const struct subst_var vars[] = {
 	{ "local_rank", "3" },

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/trust.h"
+#include "../../supervisor/config/trust.h"
 
 struct fixture {
 	char	dir[64];

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/workerenv.h"
+#include "../../supervisor/spawn/workerenv.h"
 
 static struct job_config cfg;
 
