@@ -161,7 +161,7 @@ void	lease_check(struct esv *e, bool read_first);
 
 /* esv_verbs.c */
 void	send_join(struct esv *e);
-/* Nothing more to be had of the server: tell the supervisor why. */
+/* The join or the barrier failed for good: hang up, tell the supervisor. */
 void	fail(struct esv *e, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	on_member(struct esv *e, unsigned round, const char *addr);
