@@ -97,6 +97,11 @@ RULES = {
     "rendezvous/server/rdzv_wire.c": (["rdzv_server_int.h", "rdzvproto.h"],
                                       ["rdzv.h", "rdzv_host.h", "supervise.h",
                                        "healthd.h"]),
+    # The esv and etcd backends' layers (esv_int.h) see the client's
+    # headers, never the server's insides.
+    "rendezvous/client/esv_lease.c": (["esv_int.h", "rdzv.h", "rdzvproto.h"],
+                                      ["rdzv_server.h", "rdzv_server_int.h",
+                                       "supervise.h", "healthd.h"]),
     "rendezvous/client/freeport.c": (["freeport.h", "lookup.h"],
                                      ["rdzv_server.h", "supervise.h",
                                       "config.h", "healthd.h"]),

@@ -1,9 +1,10 @@
 /*
  * The esv rendezvous backend as esv-supervise runs it
- * (rendezvous/client/rdzv_esv.c): a real connection on loopback to a fake
- * esv-rdzv played by the input.  The harness greets the client, reads
- * the cnonce of its JOIN and makes the session key, so that the fuzzer
- * speaks as a server that knows the token as well as one that does not.
+ * (rendezvous/client/rdzv_esv.c and its layers, esv_int.h): a real
+ * connection on loopback to a fake esv-rdzv played by the input.  The
+ * harness greets the client, reads the cnonce of its JOIN and makes the
+ * session key, so that the fuzzer speaks as a server that knows the
+ * token as well as one that does not.
  *
  * Each step: one byte op, then its operands.
  *	0 sealed line: length, text	1 raw bytes: length, bytes
