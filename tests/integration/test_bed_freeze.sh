@@ -37,6 +37,7 @@
 # asked, a weaker promise that this test does not make.
 . "$(dirname "$0")/lib.sh"
 ITERS=${ESV_FREEZE_ITERS:-4}
+NNODES=${ESV_FREEZE_NNODES:-3}
 esv_setup $((80 + 25 * ITERS))
 . "$ESV_TEST_DIR/rdzv.sh"
 . "$ESV_TEST_DIR/netbed.sh"
@@ -44,7 +45,12 @@ command -v python3 >/dev/null || skip "no python3"
 SEED=${ESV_FREEZE_SEED:-$$}
 RANDOM=$SEED
 note "seed $SEED (ESV_FREEZE_SEED), $ITERS freezes (ESV_FREEZE_ITERS)," \
-    "backend $RZ_BACKEND"
+    "backend $RZ_BACKEND, --nnodes $NNODES (ESV_FREEZE_NNODES)"
+case $NNODES in
+3) ELASTIC= ;;
+2:3) ELASTIC=1 ;;
+*) fail "ESV_FREEZE_NNODES=$NNODES: 3 or 2:3" ;;
+esac
 
 bed_init -f
 bed_host rz
@@ -68,11 +74,13 @@ else
 	    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
 	LEASE_MS=1500	# esv's default lease
 fi
+# The lease's grace: a fifth of it, 100 ms to 2 s (esv-supervise(8)).
+G_MS=$((LEASE_MS / 5 < 100 ? 100 : LEASE_MS / 5 > 2000 ? 2000 : LEASE_MS / 5))
 CONF=$(rz_conf "token_file=$T/token,last_call_timeout=1s,join_timeout=60s")
 for n in a b c; do
 	REC=$T/rec RZ_NODE=$n RZ_STOP_FLAG=$T/stop bed_sup $n "$T/$n" \
 	    --rdzv-backend "$RZ_BACKEND" --rdzv-endpoint "$EP" \
-	    --rdzv-id freezejob --nnodes 3 --nproc-per-node 2 --max-restarts 0 \
+	    --rdzv-id freezejob --nnodes "$NNODES" --nproc-per-node 2 --max-restarts 0 \
 	    --rdzv-conf "$CONF" --shutdown-timeout 3s --no-python -- \
 	    "$WORKERS/peer_worker.py"
 	eval "NODE_PID_$n=\$SUP_PID"
@@ -117,10 +125,14 @@ failed_any()
 {
 	grep -qE '"event":"(job\.failed|supervisor\.exit)"' "$T"/[abc]/events.jsonl
 }
+# With an elastic --nnodes, the long freezes and the thaw's bound (the
+# grace): see the head comment.
+FROZEN=()
 check_ranks()
 {
-	"$PY" "$ESV_TEST_DIR/fence_check.py" "$T/rec" "$T/a" "$T/b" "$T/c" \
-	    >"$T/check" || fail "two live workers held one rank $1: $(cat "$T/check")"
+	"$PY" "$ESV_TEST_DIR/fence_check.py" "${FROZEN[@]}" "$T/rec" \
+	    "$T/a" "$T/b" "$T/c" >"$T/check" ||
+	    fail "two live workers held one rank $1: $(cat "$T/check")"
 }
 pick() { local h=(a b c); echo "${h[RANDOM % 3]}"; }
 # While the workers run: a random moment (up to a second) after they
@@ -153,7 +165,8 @@ no_failure "after a 600 ms freeze of $h"
 for i in $(seq 1 "$ITERS"); do
 	h=$(pick)
 	ms=$((LEASE_MS * 12 / 10 + RANDOM % (LEASE_MS * 18 / 10)))
-	want=$(($(starts .) + 6))
+	want=$(($(starts world=6) + 6))
+	w4=$(starts world=4)
 	for n in a b c; do
 		eval "rounds_$n=\$(evs $n rdzv.round)"
 	done
@@ -161,33 +174,41 @@ for i in $(seq 1 "$ITERS"); do
 	note "freeze $i of $ITERS: $h for $ms ms"
 	freeze "$h" "$ms"
 	# The next round, or a node's end (a failure counted) sooner.
-	wait_for -t 60 eval '[ "$(starts .)" -ge '"$want"' ] || failed_any'
+	wait_for -t 60 eval '[ "$(starts world=6)" -ge '"$want"' ] || failed_any'
 	no_failure "after freeze $i ($h, $ms ms)"
-	[ "$(starts .)" -ge "$want" ] ||
+	[ "$(starts world=6)" -ge "$want" ] ||
 	    fail "no new round after freeze $i ($h, $ms ms): $(tail -n 3 "$T/rec" "$T"/[abc].err)"
-	t_new=$(sed -n 's/^start .* t=//p' "$T/rec" | sort -n | tail -6 | head -1)
+	t_new=$(sed -n 's/^start .* world=6 .* t=//p' "$T/rec" | sort -n |
+	    tail -6 | head -1)
 	t_dead=$(grep -h '"worker.exit"' "$T/$h/events.jsonl" | tail -1 |
 	    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["time"])')
 	note "  after the thaw: $h's old workers reaped in" \
 	    "$(awk -v a="$THAWED_AT" -v b="$t_dead" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms," \
 	    "the new round's first worker at" \
-	    "$(awk -v a="$THAWED_AT" -v b="$t_new" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms"
+	    "$(awk -v a="$THAWED_AT" -v b="$t_new" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms" \
+	    "${ELASTIC:+(world 4 while frozen: $(($(starts world=4) - w4)) workers)}"
+	# Elastic, the others lose the node, then have it back: two rounds.
 	for n in a b c; do
 		eval "r=\$rounds_$n"
+		[ -n "$ELASTIC" ] && [ "$n" != "$h" ] && r=$((r + 1))
 		[ "$(evs $n rdzv.round)" -le $((r + 1)) ] ||
 		    fail "$n had $(($(evs $n rdzv.round) - r)) rounds for freeze $i of $h: $(tail -8 "$T/$n/events.jsonl")"
 	done
-	[ "$RZ_BACKEND" = etcd ] || assert_grep "$T/$h/events.jsonl" \
-	    '"event":"rdzv.fenced"' "$h's events after freeze $i"
+	assert_grep "$T/$h/events.jsonl" '"event":"rdzv.fenced"' \
+	    "$h's events after freeze $i"
+	[ -z "$ELASTIC" ] || FROZEN+=(--frozen "$h:$FROZE_AT:$THAWED_AT"
+	    --thaw-bound "$(awk -v g=$G_MS 'BEGIN { print g / 1000 }')")
 	check_ranks "after freeze $i ($h, $ms ms)"
 done
 
 nodes_exit_0 60 a b c
 no_failure "at the end"
 check_ranks "at the end"
-assert_eq "$(starts .)" $((6 * (ITERS + 1))) "worker starts: one round a freeze"
+assert_eq "$(starts world=6)" $((6 * (ITERS + 1))) \
+    "worker starts of world 6: one round a freeze"
 for n in a b c; do
-	assert_eq "$(evs $n rdzv.round)" $((ITERS + 1)) "$n's rounds"
+	[ -n "$ELASTIC" ] ||
+	    assert_eq "$(evs $n rdzv.round)" $((ITERS + 1)) "$n's rounds"
 	wait_for -t 10 grep -qx 'populated 0' "$BED_CG/$n/cgroup.events" ||
 	    fail "processes left on $n: $(cat "$BED_CG/$n/cgroup.procs")"
 done
