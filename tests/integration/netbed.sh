@@ -93,6 +93,7 @@ bed_thaw_all()
 bed_init()
 {
 	local mnt d pid
+	trap 'rc=$?; bed_thaw_all; esv_kill_tagged; bed_cleanup; (exit $rc); esv_cleanup' EXIT
 	if [ "${1:-}" = -f ]; then
 		mnt=$(cgroup2_mount)
 		[ -n "$mnt" ] || skip "freezable hosts need a cgroup v2 mount"
@@ -105,12 +106,11 @@ bed_init()
 		    skip "no writable cgroup v2: $(cat "$T/bed.err")"
 		BED_CG=$mnt/esv-bed.$$
 		mkdir "$BED_CG/probe" && [ -e "$BED_CG/probe/cgroup.freeze" ] ||
-		    { rmdir "$BED_CG/probe" "$BED_CG"; skip "no cgroup.freeze (Linux 5.2)"; }
+		    skip "no cgroup.freeze in $BED_CG/probe (Linux 5.2)"
 		rmdir "$BED_CG/probe"
 	fi
 	ip netns add "$BED_SW" 2>"$T/bed.err" ||
 	    skip "ip netns add refused: $(cat "$T/bed.err")"
-	trap 'rc=$?; bed_thaw_all; esv_kill_tagged; bed_cleanup; (exit $rc); esv_cleanup' EXIT
 	ip -n "$BED_SW" link add br0 type bridge &&
 	ip -n "$BED_SW" link set br0 up &&
 	ip -n "$BED_SW" link set lo up || fail "making the switch"
