@@ -44,8 +44,11 @@
 # waking kills at once, and G is the lateness the lease design allows a
 # fence (esv-supervise(8), Leases).  A worker that outlives the thaw by
 # more is a failure of the test (fence_check.py --frozen, --thaw-bound).
-# The others lose the node and have it back: two new rounds for them, one
-# for the frozen node.
+# So that only the fence's SIGKILL can end them, the workers of this
+# variant are workers/fence_worker.sh, and the frozen node's ignore
+# SIGTERM (peer_worker.py would end by itself on the thaw, its peers
+# gone).  The others lose the node and have it back: two new rounds for
+# them, one for the frozen node.
 . "$(dirname "$0")/lib.sh"
 ITERS=${ESV_FREEZE_ITERS:-4}
 NNODES=${ESV_FREEZE_NNODES:-3}
@@ -58,8 +61,8 @@ RANDOM=$SEED
 note "seed $SEED (ESV_FREEZE_SEED), $ITERS freezes (ESV_FREEZE_ITERS)," \
     "backend $RZ_BACKEND, --nnodes $NNODES (ESV_FREEZE_NNODES)"
 case $NNODES in
-3) ELASTIC= ;;
-2:3) ELASTIC=1 ;;
+3) ELASTIC= WORKER=peer_worker.py ;;
+2:3) ELASTIC=1 WORKER=fence_worker.sh ;;
 *) fail "ESV_FREEZE_NNODES=$NNODES: 3 or 2:3" ;;
 esac
 
@@ -89,11 +92,12 @@ fi
 G_MS=$((LEASE_MS / 5 < 100 ? 100 : LEASE_MS / 5 > 2000 ? 2000 : LEASE_MS / 5))
 CONF=$(rz_conf "token_file=$T/token,last_call_timeout=1s,join_timeout=60s")
 for n in a b c; do
-	REC=$T/rec RZ_NODE=$n RZ_STOP_FLAG=$T/stop bed_sup $n "$T/$n" \
+	REC=$T/rec RZ_NODE=$n RZ_STOP_FLAG=$T/stop \
+	    FENCE_STUBBORN=$T/stubborn.$n bed_sup $n "$T/$n" \
 	    --rdzv-backend "$RZ_BACKEND" --rdzv-endpoint "$EP" \
 	    --rdzv-id freezejob --nnodes "$NNODES" --nproc-per-node 2 --max-restarts 0 \
 	    --rdzv-conf "$CONF" --shutdown-timeout 3s --no-python -- \
-	    "$WORKERS/peer_worker.py"
+	    "$WORKERS/$WORKER"
 	eval "NODE_PID_$n=\$SUP_PID"
 done
 starts() { count_lines "$T/rec" "^start .*$1"; }
@@ -183,12 +187,14 @@ for i in $(seq 1 "$ITERS"); do
 	done
 	random_moment
 	note "freeze $i of $ITERS: $h for $ms ms"
+	[ -z "$ELASTIC" ] || touch "$T/stubborn.$h"
 	freeze "$h" "$ms"
 	# The next round, or a node's end (a failure counted) sooner.
 	wait_for -t 60 eval '[ "$(starts world=6)" -ge '"$want"' ] || failed_any'
 	no_failure "after freeze $i ($h, $ms ms)"
 	[ "$(starts world=6)" -ge "$want" ] ||
 	    fail "no new round after freeze $i ($h, $ms ms): $(tail -n 3 "$T/rec" "$T"/[abc].err)"
+	rm -f "$T/stubborn.$h"
 	t_new=$(sed -n 's/^start .* world=6 .* t=//p' "$T/rec" | sort -n |
 	    tail -6 | head -1)
 	t_dead=$(grep -h '"worker.exit"' "$T/$h/events.jsonl" | tail -1 |
