@@ -20,10 +20,11 @@
  *	node_ops.c	what a request is made of, and what a reply says
  *	node_keys.c	the copy of the job's keys, and what is parsed from it
  *
- * etcd's answers arrive in the lower layers (node_txn.c, node_watch.c,
- * node_lease.c and the replies of the others): they call back up through
- * n->evaluate (decide again) and n->shutdown_step (the next step out),
- * which node_new sets, never by name, so that no call runs back up.
+ * etcd answers in the file that asked (a write in node_txn.c, the watch
+ * in node_watch.c, the lease in node_lease.c), and what comes next is
+ * decided above it: it calls up only through n->evaluate (decide again)
+ * and n->shutdown_step (the next step out), which node_new sets, never
+ * by name, so that no call runs back up.
  *
  * The keys of job J, under P = <prefix>/J/ (esv-rdzv-etcd(8)):
  *
