@@ -105,10 +105,19 @@ RULES = {
     "rendezvous/client/freeport.c": (["freeport.h", "lookup.h"],
                                      ["rdzv_server.h", "supervise.h",
                                       "config.h", "healthd.h"]),
+    # esv-rdzv-etcd sees lib/ and its own folder: not the client it
+    # stands behind (rdzv.h), not the server.
+    "rendezvous/etcd/node_keys.c": (["node_int.h", "node.h", "etcd.h",
+                                     "rdzvproto.h"],
+                                    ["rdzv.h", "rdzv_host.h", "rdzv_server.h",
+                                     "rdzv_server_int.h", "supervise.h",
+                                     "healthd.h", "store.h"]),
     "watchdog/workers.c": (["watchdogd.h", "timers.h", "msg.h"],
                            ["supervise.h", "rdzv.h", "healthd.h", "config.h",
                             "rdzv_server.h"]),
 }
+
+OPTIONAL = {"rendezvous/etcd/node_keys.c"}
 
 with open(os.path.join(build, "compile_commands.json")) as f:
     commands = json.load(f)
@@ -130,6 +139,9 @@ with tempfile.TemporaryDirectory() as tmp:
     probe = os.path.join(tmp, "probe.c")
     for rel, (allowed, forbidden) in RULES.items():
         c = command_for(rel)
+        # Built only where libcurl is (meson's etcd option).
+        if c is None and rel in OPTIONAL:
+            continue
         if c is None:
             print("arrows: no compile command for %s" % rel)
             failures += 1

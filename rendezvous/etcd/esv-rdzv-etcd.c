@@ -4,7 +4,8 @@
  * hands down as fd 3, the esv-rdzv protocol it speaks to esv-rdzv: the
  * supervisor has one rendezvous client whatever the backend, and libcurl
  * and TLS stay out of it.  This file is the supervisor's side (the line
- * protocol and the loop); node.c decides, etcd.c talks to etcd.
+ * protocol and the loop); node*.c decide (node_int.h names their layers),
+ * etcd.c talks to etcd.
  *
  * Its life is the socket's: when the supervisor closes it, or stops
  * talking for three heartbeats (it was stopped or is wedged), the lease
@@ -179,7 +180,7 @@ static void
 fence(void *ctx)
 {
 	(void)ctx;
-	/* node.c said why; the hang-up is what stops the workers. */
+	/* node_lease.c said why; the hang-up is what stops the workers. */
 	link_close(NULL);
 }
 

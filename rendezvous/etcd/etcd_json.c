@@ -1,7 +1,7 @@
 /*
  * etcd's JSON conventions: bytes in base64 (libresolv's codec), int64s as
  * strings, zero values left out.  Apart from etcd.c so that the fuzzer
- * drives node.c with them and without a network.
+ * drives node*.c with them and without a network.
  */
 #include <errno.h>
 #include <resolv.h>

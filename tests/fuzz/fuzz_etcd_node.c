@@ -1,15 +1,15 @@
 /*
- * esv-rdzv-etcd's decisions (rendezvous/etcd/node.c) driven by the input as
+ * esv-rdzv-etcd's decisions (rendezvous/etcd/node*.c) driven by the input as
  * a script of etcd's replies, watch events and the supervisor's messages,
- * with no etcd and no network: the etcd calls node.c makes are queued
+ * with no etcd and no network: the etcd calls node*.c make are queued
  * here, and the input answers them (with JSON it writes itself, or a
  * well-formed reply whose fields it picks), puts and deletes keys under
  * the job's prefix with values it writes or picks from esv's shapes, and
  * says JOIN, BARRIER and CLOSE.
  *
  * Checks: a stream is never closed from its own callback (etcd.c would go
- * on with it freed: it is ended by returning false); every message node.c
- * says to the supervisor formats as one line of the protocol; every ROUND
+ * on with it freed: it is ended by returning false); every message node*.c
+ * say to the supervisor formats as one line of the protocol; every ROUND
  * has its ranks within its world.
  *
  * Each step: one op byte (low 4 bits), then its operands.
@@ -135,7 +135,7 @@ gone(void *ctx)
 	said_gone = true;
 }
 
-/* The lease may run out (esv-rdzv-etcd hangs up): node.c decides no more. */
+/* The lease may run out (esv-rdzv-etcd hangs up): nothing more is decided. */
 static void
 fenced(void *ctx)
 {
