@@ -139,19 +139,27 @@ group_start(struct supervisor *sv)
 
 /*
  * How long after a failure the round's end may still come, caused by
- * it.  A peer node whose lease runs out (a stall, a cut) kills its
- * workers before esv-rdzv drops it (a grace and a half later, at most
- * a heartbeat more) or hears it join again; ours, whose connections to
- * them end, fail in between, as gloo's do.  A lease covers that.
+ * it.  A peer node whose lease runs out (a stall, a cut, a frozen host)
+ * kills its workers before the rendezvous drops it (esv-rdzv: a grace
+ * and a half later, at most a heartbeat more; etcd: when the lease
+ * expires or is given up) or hears it join again; ours, whose
+ * connections to them end, fail in between, as gloo's do.  And one
+ * peer may stop its workers for the new round before our rendezvous
+ * has told us of it (on etcd each node learns it from its own watch).
+ * A lease covers both.
  */
 long long
 verdict_ms(struct supervisor *sv)
 {
-	/* Alone in its job (--standalone, one node), a node has no peers. */
-	if (strcmp(sv->cfg->rdzv_backend, "esv") != 0 ||
-	    sv->rzp.nnodes_max <= 1)
+	/* Alone in its job (--standalone, one node), a node has no peers;
+	 * static nodes have no rounds to end. */
+	if (sv->rzp.nnodes_max <= 1)
 		return 0;
-	return rdzv_lease_ms(&sv->rzp.rdzv, 0);
+	if (strcmp(sv->cfg->rdzv_backend, "esv") == 0)
+		return rdzv_lease_ms(&sv->rzp.rdzv, 0);
+	if (strcmp(sv->cfg->rdzv_backend, "etcd") == 0)
+		return rdzv_lease_ms(&sv->rzp.rdzv, 1);
+	return 0;
 }
 
 /*

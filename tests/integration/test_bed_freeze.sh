@@ -49,11 +49,10 @@
 # SIGTERM (peer_worker.py would end by itself on the thaw, its peers
 # gone).  The others lose the node and have it back: two new rounds for
 # them, one for the frozen node.
-# Not in CI with RZ_BACKEND=etcd yet (run it by hand): there a survivor
-# whose workers fail (peers gone) before its esv-rdzv-etcd reports the
-# new round counts a failure, the job fails (the verdict's wait for the
-# round's end is esv's only, esv-supervise(8), Leases); seen in about one
-# freeze in 25.
+# On etcd too (suite rdzv-etcd): there a survivor's workers may fail
+# (peers gone) before its esv-rdzv-etcd reports the new round, which its
+# verdict's wait of one lease covers (esv-supervise(8), Leases); before
+# that wait applied to etcd, about one freeze in 25 failed the job.
 . "$(dirname "$0")/lib.sh"
 ITERS=${ESV_FREEZE_ITERS:-4}
 NNODES=${ESV_FREEZE_NNODES:-3}
