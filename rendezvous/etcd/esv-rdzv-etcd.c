@@ -106,6 +106,8 @@ flush_out(void)
 			break;
 		/* The supervisor hung up while we wrote: a hang-up like EOF. */
 		if (n == -1 && (errno == EPIPE || errno == ECONNRESET)) {
+			if (g.node != NULL)
+				node_hangup(g.node);
 			link_close(NULL);
 			return;
 		}
@@ -292,8 +294,11 @@ on_sock(struct watch *w, uint32_t events)
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		/* It hung up (it exited): not a silence, which may end. */
-		if (n == 0 && g.node != NULL)
+		/*
+		 * It hung up (it exited): not a silence, which may end.  An
+		 * exit that left our lines unread is a reset, not an EOF.
+		 */
+		if ((n == 0 || errno == ECONNRESET) && g.node != NULL)
 			node_hangup(g.node);
 		link_close(NULL);
 		return;
