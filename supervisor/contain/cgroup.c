@@ -518,8 +518,8 @@ cgroup_kill(struct supervisor *sv)
 	 * would be killed at birth (probe_clone_into): the next start makes
 	 * new ones.
 	 */
-	for (i = 0; i < sv->nworkers; i++)
-		sv->workers[i].cg_killed = true;
+	for (i = 0; i < sv->grp.nworkers; i++)
+		sv->grp.workers[i].cg_killed = true;
 }
 
 /* True when no worker's cgroup holds a process. */
@@ -574,8 +574,8 @@ cgroup_cleanup(struct supervisor *sv)
 
 	if (!sv->cg.on)
 		return;
-	for (i = 0; i < sv->nworkers; i++) {
-		snprintf(name, sizeof(name), "%u", sv->workers[i].local_rank);
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		snprintf(name, sizeof(name), "%u", sv->grp.workers[i].local_rank);
 		unlinkat(sv->cg.workersfd, name, AT_REMOVEDIR);
 	}
 }

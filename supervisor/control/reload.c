@@ -48,7 +48,7 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 		return;
 	}
 	notify_reloading(sv, false);
-	r = config_reload(sv->cfg, sv->argc, sv->argv, sv->environ, err,
+	r = config_reload(sv->cfg, sv->env.argc, sv->env.argv, sv->env.environ, err,
 	    sizeof(err), kept, sv);
 	if (r == -1) {
 		warn_msg("reload (%s): %s: the running configuration is kept",
@@ -57,7 +57,7 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 		    "source", source, "changed", 0, "error", err));
 	} else {
 		if (r == 1) {
-			sv->job_name = sv->cfg->argv[0];
+			sv->rep.job_name = sv->cfg->argv[0];
 			resolve_python(sv);
 			info_msg("reload (%s): the command or [env] changed: the "
 			    "next start runs %s", source, sv->cfg->argv[0]);

@@ -104,10 +104,10 @@ watchdog_pids(struct supervisor *sv)
 
 	if (sv->wd.w.fd == -1)
 		return;
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pid > 0 && sv->workers[i].pidfd != -1) {
-			pids[n] = sv->workers[i].pid;
-			fds[n++] = sv->workers[i].pidfd;
+	for (i = 0; i < sv->grp.nworkers; i++)
+		if (sv->grp.workers[i].pid > 0 && sv->grp.workers[i].pidfd != -1) {
+			pids[n] = sv->grp.workers[i].pid;
+			fds[n++] = sv->grp.workers[i].pidfd;
 		}
 	/* A few bytes per pid: the socket buffer takes thousands. */
 	if (wdchan_send_pids(sv->wd.w.fd, pids, fds, n) == -1)

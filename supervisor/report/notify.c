@@ -165,13 +165,13 @@ notify_status(struct supervisor *sv)
 
 	if (sv->notify.fd == -1)
 		return;
-	if (sv->state == G_RUNNING)
+	if (sv->grp.state == G_RUNNING)
 		snprintf(line, sizeof(line), "running: %u workers, attempt %u, "
-		    "restart %u/%u", sv->alive, sv->counts.attempt,
+		    "restart %u/%u", sv->grp.alive, sv->counts.attempt,
 		    sv->counts.restart_count, sv->cfg->max_restarts);
 	else
 		snprintf(line, sizeof(line), "%s: attempt %u, restart %u/%u",
-		    group_state_name(sv->state), sv->counts.attempt,
+		    group_state_name(sv->grp.state), sv->counts.attempt,
 		    sv->counts.restart_count, sv->cfg->max_restarts);
 	if (strcmp(line, sv->notify.status) == 0)
 		return;

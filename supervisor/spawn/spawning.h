@@ -15,7 +15,7 @@
 void	resolve_python(struct supervisor *sv);
 
 /*
- * Build sv->start_env for the start that comes (JOBDIR/env/); -1 with one
+ * Build sv->env.vars for the start that comes (JOBDIR/env/); -1 with one
  * line in err if env/ or a file in it is not trusted: no start then.
  */
 int	start_env_build(struct supervisor *sv, char *err, size_t errlen);

@@ -24,7 +24,7 @@ resolve_python(struct supervisor *sv)
 	const struct job_config *cfg = sv->cfg;
 	char *path, *dir, *save;
 
-	strlcpy(sv->python, cfg->python, sizeof(sv->python));
+	strlcpy(sv->env.python, cfg->python, sizeof(sv->env.python));
 	if (cfg->no_python || strchr(cfg->python, '/') != NULL)
 		return;
 	if ((path = getenv("PATH")) == NULL || (path = strdup(path)) == NULL)
@@ -35,7 +35,7 @@ resolve_python(struct supervisor *sv)
 
 		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir,
 		    cfg->python) < sizeof(cand) && access(cand, X_OK) == 0) {
-			strlcpy(sv->python, cand, sizeof(sv->python));
+			strlcpy(sv->env.python, cand, sizeof(sv->env.python));
 			break;
 		}
 	}
@@ -45,12 +45,12 @@ resolve_python(struct supervisor *sv)
 static void
 start_env_free(struct supervisor *sv)
 {
-	struct envbuf eb = { sv->start_env, sv->start_env_len,
-	    sv->start_env_len + 1 };
+	struct envbuf eb = { sv->env.vars, sv->env.nvars,
+	    sv->env.nvars + 1 };
 
 	envbuf_free(&eb);
-	sv->start_env = NULL;
-	sv->start_env_len = 0;
+	sv->env.vars = NULL;
+	sv->env.nvars = 0;
 }
 
 /*
@@ -67,7 +67,7 @@ start_env_build(struct supervisor *sv, char *err, size_t errlen)
 	int fd, r = 0;
 
 	start_env_free(sv);
-	if (envbuf_copy(&eb, sv->environ) == -1)
+	if (envbuf_copy(&eb, sv->env.environ) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to build the environment");
 	pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, ESV_ENV_DIR);
 	fd = openat(sv->jobfd, ESV_ENV_DIR, O_RDONLY | O_DIRECTORY |
@@ -87,7 +87,7 @@ start_env_build(struct supervisor *sv, char *err, size_t errlen)
 	if (eb.vars == NULL &&
 	    (eb.vars = calloc(1, sizeof(*eb.vars))) == NULL)
 		die(ESV_EXIT_SYSTEM, "unable to build the environment");
-	sv->start_env = eb.vars;
-	sv->start_env_len = eb.len;
+	sv->env.vars = eb.vars;
+	sv->env.nvars = eb.len;
 	return 0;
 }
