@@ -424,9 +424,9 @@ group_lock_retry(struct supervisor *sv)
 
 /* The workers hold it now. */
 void
-group_lock_release(struct supervisor *sv)
+group_lock_release(struct locks *l)
 {
-	if (sv->locks.grouplockfd > 0)
-		close(sv->locks.grouplockfd);
-	sv->locks.grouplockfd = -1;
+	if (l->grouplockfd > 0)
+		close(l->grouplockfd);
+	l->grouplockfd = -1;
 }

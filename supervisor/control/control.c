@@ -139,7 +139,7 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 		 */
 		if (d.paused != -1 && sv->cg.on) {
 			if (sv->grp.state == G_RUNNING &&
-			    cgroup_freeze(sv, d.paused == 1) == 0) {
+			    cgroup_freeze(&sv->cg, d.paused == 1) == 0) {
 				sv->grp.paused = d.paused;
 				report_group(sv);
 			}

@@ -22,7 +22,7 @@ void	store_stop(struct store_run *st);
 bool	store_linger(struct supervisor *sv);
 /* A child was reaped: was it the store, and was it the one kept? */
 enum store_exit { STORE_NOT_OURS, STORE_REAPED, STORE_LINGER_OVER };
-enum store_exit store_exited(struct supervisor *sv, pid_t pid, int status);
+enum store_exit store_exited(struct store_run *st, pid_t pid, int status);
 
 /* run_watchdogd.c: the supervisor's side of esv-watchdogd */
 void	watchdog_setup(struct supervisor *sv);

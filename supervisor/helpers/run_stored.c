@@ -249,23 +249,23 @@ store_linger(struct supervisor *sv)
  * group waits for.
  */
 enum store_exit
-store_exited(struct supervisor *sv, pid_t pid, int status)
+store_exited(struct store_run *st, pid_t pid, int status)
 {
-	if (pid != sv->st.pid || pid <= 0)
+	if (pid != st->pid || pid <= 0)
 		return STORE_NOT_OURS;
-	if (sv->st.lingering) {
-		sv->st.pid = 0;
-		sv->st.lingering = false;
-		sv->st.where[0] = '\0';
+	if (st->lingering) {
+		st->pid = 0;
+		st->lingering = false;
+		st->where[0] = '\0';
 		info_msg("agent store: no client left: it is gone");
 		return STORE_LINGER_OVER;
 	}
-	if (!sv->st.stopping)
+	if (!st->stopping)
 		warn_msg("agent store: esv-stored (pid %d) ended (status 0x%x) "
 		    "while the workers run: they will fail without it",
 		    (int)pid, status);
-	sv->st.pid = 0;
-	sv->st.stopping = false;
-	sv->st.where[0] = '\0';
+	st->pid = 0;
+	st->stopping = false;
+	st->where[0] = '\0';
 	return STORE_REAPED;
 }

@@ -261,7 +261,7 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	 * cgroup by esv-ctl and esv-healthd; the supervisor writes them once,
 	 * at the exit.
 	 */
-	cgroup_worker_path(sv, wk, cgpath, sizeof(cgpath));
+	cgroup_worker_path(&sv->cg, wk, cgpath, sizeof(cgpath));
 	kv_add(&kb, WK(CGROUP), gone ? "" : cgpath);
 	add_count(&kb, WK(CGROUP_CPU_BASE), gone || cgpath[0] == '\0' ? -1 :
 	    wk->cg_cpu_base);

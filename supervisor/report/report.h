@@ -32,12 +32,12 @@ void	events_log(struct supervisor *sv, const char *name,
 	    struct json_t *fields);
 
 /* notify.c: readiness for systemd and s6. */
-void	notify_claim_fd(struct supervisor *sv);
-void	notify_setup(struct supervisor *sv);
+void	notify_claim_fd(struct readiness *n, const struct job_config *cfg);
+void	notify_setup(struct readiness *n, struct loop *loop);
 void	notify_ready(struct supervisor *sv);
 void	notify_status(struct supervisor *sv);
-void	notify_reloading(struct supervisor *sv, bool done);
-void	notify_stopping(struct supervisor *sv);
+void	notify_reloading(struct readiness *n, bool done);
+void	notify_stopping(struct readiness *n);
 
 /*
  * hostname.c: the host's canonical name for the failure summary, looked

@@ -122,7 +122,7 @@ flush_exits(struct supervisor *sv)
 			continue;
 		wk->exit_pending = false;
 		exits++;
-		cgroup_worker_stats(sv, wk);
+		cgroup_worker_stats(&sv->cg, wk);
 		if (wk->exec_errno != 0)
 			warn_msg("worker %u: %s", wk->local_rank,
 			    start_error(sv, wk));

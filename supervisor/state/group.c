@@ -58,7 +58,7 @@ void
 supervisor_exit(struct supervisor *sv, int code)
 {
 	sv->rdzv.rz.stopping = true;
-	notify_stopping(sv);
+	notify_stopping(&sv->notify);
 	watchdog_stop(sv);
 	healthd_stop(sv);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
@@ -74,7 +74,7 @@ supervisor_exit(struct supervisor *sv, int code)
 	 * No worker is left: let go of the lock before the guardian sees EOF,
 	 * so that its search for lock holders finds nobody, not us.
 	 */
-	group_lock_release(sv);
+	group_lock_release(&sv->locks);
 	cgroup_cleanup(sv);
 	close(sv->guard.fd);
 	/* The last line: how the job ended, for whoever reads the log. */
@@ -209,7 +209,8 @@ group_launch(struct supervisor *sv)
 	if (prepare_attempt_dir(sv) == -1)
 		fail_to_start(sv, "no log directory");
 
-	if (start_env_build(sv, why, sizeof(why)) == -1)
+	if (start_env_build(&sv->env, sv->cfg, sv->jobfd, why,
+	    sizeof(why)) == -1)
 		refuse_start(sv, ESV_EXIT_USAGE, why);
 	attempt_info(sv, &ai);
 	if (group_lock_reclaim(sv) != 0)
@@ -238,7 +239,7 @@ group_launch(struct supervisor *sv)
 		sv->grp.workers[i].pid = sv->grp.workers[i].last_pid = 0;
 	}
 	guardian_flush(&sv->guard);
-	group_lock_release(sv);
+	group_lock_release(&sv->locks);
 	watchdog_pids(sv);
 	sv->counts.attempt++;
 	sv->grp.attempt_started_ms = mono_ms();
@@ -403,7 +404,7 @@ drain_step(struct supervisor *sv)
 {
 	enum stop_reason why;
 
-	if ((group_lock_retry(sv) == -1 || !cgroup_empty(sv)) &&
+	if ((group_lock_retry(sv) == -1 || !cgroup_empty(&sv->cg)) &&
 	    mono_ms() < sv->locks.drain_deadline) {
 		arm_deadline(sv, DRAIN_STEP_MS);
 		return;
@@ -431,7 +432,7 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 
 	/* A frozen group hears nothing: thaw it first. */
 	if (sv->grp.paused)
-		(void)cgroup_freeze(sv, false);
+		(void)cgroup_freeze(&sv->cg, false);
 	group_signal(sv, signo);
 	if (signo != SIGCONT && signo != SIGKILL)
 		group_signal(sv, SIGCONT);	/* a paused group must hear it */
@@ -559,9 +560,9 @@ finish_attempt(struct supervisor *sv)
 	 * kill is not free (the next start needs new cgroups): only if some
 	 * process is left.
 	 */
-	if (!cgroup_empty(sv))
+	if (!cgroup_empty(&sv->cg))
 		cgroup_kill(sv);
-	if (group_lock_reclaim(sv) == 0 && cgroup_empty(sv)) {
+	if (group_lock_reclaim(sv) == 0 && cgroup_empty(&sv->cg)) {
 		finish_cleanup(sv);
 		return true;
 	}
