@@ -225,7 +225,7 @@ on_signal(struct watch *w, uint32_t events)
 		info_msg("received %s from pid %d (uid %u): stopping the workers",
 		    sig_name((int)si.ssi_signo), (int)si.ssi_pid,
 		    (unsigned)si.ssi_uid);
-		notify_stopping(&sv->notify);
+		notify_stopping(sv->notify);
 		sv->grp.want_exit = true;
 		sv->rdzv.rz.stopping = true;
 		if (sv->grp.state == G_RUNNING || sv->grp.state == G_STOPPING) {
@@ -411,7 +411,7 @@ main(int argc, char **argv)
 		info_msg("--start-method %s: ignored: every worker is exec'd, "
 		    "as torch does for a script", cfg.start_method);
 	sv.cfg = &cfg;
-	notify_claim_fd(&sv.notify, &cfg);
+	sv.notify = notify_claim_fd(&cfg);
 	sv.grp.inherited = children_list(&sv.grp.ninherited);
 	sv.locks.grouplockfd = -1;
 	sv.wd.fifo_fd = sv.wd.w.fd = -1;
@@ -439,7 +439,7 @@ main(int argc, char **argv)
 		diex(ESV_EXIT_USAGE, "%s", err);
 	setup_loop(&sv);
 	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
-	notify_setup(&sv.notify, &sv.loop);
+	notify_setup(sv.notify, &sv.loop);
 	/* Before any child: each belongs to the job's cgroup. */
 	cgroup_setup(&sv, group_cgroup_event);
 	if (cgroup_check_limits(&sv, err, sizeof(err)) == -1)

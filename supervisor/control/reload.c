@@ -47,7 +47,7 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 			    "start)", source, sv->cfg->jobdir, ESV_ENV_DIR);
 		return;
 	}
-	notify_reloading(&sv->notify, false);
+	notify_reloading(sv->notify, false);
 	r = config_reload(sv->cfg, sv->env.argc, sv->env.argv, sv->env.environ, err,
 	    sizeof(err), kept, sv);
 	if (r == -1) {
@@ -67,5 +67,5 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 		events_log(sv, "config.reload", json_pack("{ss sb}", "source",
 		    source, "changed", r == 1));
 	}
-	notify_reloading(&sv->notify, true);
+	notify_reloading(sv->notify, true);
 }

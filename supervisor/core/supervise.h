@@ -16,7 +16,6 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/types.h>
-#include <sys/un.h>
 
 #include "backoff.h"
 #include "cgstat.h"
@@ -172,19 +171,8 @@ struct store_run {
 	char			 where[300];
 };
 
-/* Readiness for systemd and s6 (report/notify.c). */
-struct readiness {
-	int			 fd;		/* datagram socket, or -1 */
-	struct sockaddr_un	 addr;
-	socklen_t		 addrlen;
-	char			 name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-	bool			 failed;
-	long long		 watchdog_ms;	/* 0: no WATCHDOG=1 */
-	struct watch		 wdw;
-	int			 s6_fd;		/* -1 once written */
-	bool			 ready;
-	char			 status[256];
-};
+/* Readiness for systemd and s6: report/notify.c's own, opaque here. */
+struct readiness;
 
 /*
  * The group's lifecycle and its workers (state/; control/ sets want,
@@ -306,7 +294,7 @@ struct supervisor {
 	struct event_log	 events;
 	struct lines_lost	 log_lines;
 	struct host_lookup	 host;
-	struct readiness	 notify;
+	struct readiness	*notify;
 	struct cgroups		 cg;
 	struct guardian_run	 guard;
 	struct watchdog_run	 wd;

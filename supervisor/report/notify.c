@@ -24,6 +24,22 @@
 #include "msg.h"
 #include "report.h"
 
+/* Only this file sees it; main.c holds the pointer notify_claim_fd gives. */
+struct readiness {
+	int			 fd;		/* datagram socket, or -1 */
+	struct sockaddr_un	 addr;
+	socklen_t		 addrlen;
+	char			 name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	bool			 failed;
+	long long		 watchdog_ms;	/* 0: no WATCHDOG=1 */
+	struct watch		 wdw;
+	int			 s6_fd;		/* -1 once written */
+	bool			 ready;
+	char			 status[256];
+};
+
+static struct readiness readiness;
+
 static void
 send_text(struct readiness *n, const char *text)
 {
@@ -121,19 +137,21 @@ notify_setup(struct readiness *n, struct loop *loop)
  * s6: the fd must be open, and is ours alone (close-on-exec).  Checked
  * before the supervisor opens anything, which could take its number.
  */
-void
-notify_claim_fd(struct readiness *n, const struct job_config *cfg)
+struct readiness *
+notify_claim_fd(const struct job_config *cfg)
 {
+	struct readiness *n = &readiness;
 	int fd = (int)cfg->notification_fd;
 
 	n->s6_fd = -1;
 	if (fd == 0)
-		return;
+		return n;
 	if (fcntl(fd, F_GETFD) == -1)
 		diex(ESV_EXIT_USAGE, "--notification-fd %d: not an open file "
 		    "descriptor", fd);
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	n->s6_fd = fd;
+	return n;
 }
 
 /* The group runs after its rendezvous: ready, once. */
@@ -143,17 +161,17 @@ notify_ready(struct supervisor *sv)
 	char text[512];
 
 	notify_status(sv);
-	if (sv->notify.ready)
+	if (sv->notify->ready)
 		return;
-	sv->notify.ready = true;
-	snprintf(text, sizeof(text), "READY=1\nSTATUS=%s", sv->notify.status);
-	send_text(&sv->notify, text);
-	if (sv->notify.s6_fd != -1) {
-		if (write(sv->notify.s6_fd, "\n", 1) != 1)
+	sv->notify->ready = true;
+	snprintf(text, sizeof(text), "READY=1\nSTATUS=%s", sv->notify->status);
+	send_text(sv->notify, text);
+	if (sv->notify->s6_fd != -1) {
+		if (write(sv->notify->s6_fd, "\n", 1) != 1)
 			warn_sys("unable to write to the notification fd %d",
-			    sv->notify.s6_fd);
-		close(sv->notify.s6_fd);
-		sv->notify.s6_fd = -1;
+			    sv->notify->s6_fd);
+		close(sv->notify->s6_fd);
+		sv->notify->s6_fd = -1;
 	}
 }
 
@@ -161,9 +179,9 @@ notify_ready(struct supervisor *sv)
 void
 notify_status(struct supervisor *sv)
 {
-	char line[sizeof(sv->notify.status)], text[sizeof(line) + 8];
+	char line[sizeof(sv->notify->status)], text[sizeof(line) + 8];
 
-	if (sv->notify.fd == -1)
+	if (sv->notify->fd == -1)
 		return;
 	if (sv->grp.state == G_RUNNING)
 		snprintf(line, sizeof(line), "running: %u workers, attempt %u, "
@@ -173,11 +191,11 @@ notify_status(struct supervisor *sv)
 		snprintf(line, sizeof(line), "%s: attempt %u, restart %u/%u",
 		    group_state_name(sv->grp.state), sv->counts.attempt,
 		    sv->counts.restart_count, sv->cfg->max_restarts);
-	if (strcmp(line, sv->notify.status) == 0)
+	if (strcmp(line, sv->notify->status) == 0)
 		return;
-	strlcpy(sv->notify.status, line, sizeof(sv->notify.status));
+	strlcpy(sv->notify->status, line, sizeof(sv->notify->status));
 	snprintf(text, sizeof(text), "STATUS=%s", line);
-	send_text(&sv->notify, text);
+	send_text(sv->notify, text);
 }
 
 /* systemd's Type=notify-reload wants the time with RELOADING=1. */

@@ -32,7 +32,7 @@ void	events_log(struct supervisor *sv, const char *name,
 	    struct json_t *fields);
 
 /* notify.c: readiness for systemd and s6. */
-void	notify_claim_fd(struct readiness *n, const struct job_config *cfg);
+struct readiness *notify_claim_fd(const struct job_config *cfg);
 void	notify_setup(struct readiness *n, struct loop *loop);
 void	notify_ready(struct supervisor *sv);
 void	notify_status(struct supervisor *sv);

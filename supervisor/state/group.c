@@ -58,7 +58,7 @@ void
 supervisor_exit(struct supervisor *sv, int code)
 {
 	sv->rdzv.rz.stopping = true;
-	notify_stopping(&sv->notify);
+	notify_stopping(sv->notify);
 	watchdog_stop(sv);
 	healthd_stop(sv);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
