@@ -233,8 +233,8 @@ on_signal(struct watch *w, uint32_t events)
 				group_signal(sv, (int)si.ssi_signo);
 			else
 				group_stop(sv, (int)si.ssi_signo, STOP_SIGNAL);
-		} else if (sv->grp.state == G_SUCCEEDED || sv->grp.state == G_FAILED ||
-		    sv->grp.state == G_FINISHING)
+		} else if (sv->grp.state == G_SUCCEEDED ||
+		    sv->grp.state == G_FAILED || sv->grp.state == G_FINISHING)
 			supervisor_exit(sv, sv->rep.exit_code);
 		else {
 			group_enter(sv, G_DOWN);
@@ -452,14 +452,14 @@ main(int argc, char **argv)
 	/* Last of the checks: a config error leaves no logs/ behind. */
 	logs_setup(&sv);
 	info_msg("job directory %s (esv-ctl status %s), logs in %s",
-	    cfg.jobdir, cfg.jobdir, sv.dirs.run_dir[0] != '\0' ? sv.dirs.run_dir :
-	    sv.dirs.log_base);
+	    cfg.jobdir, cfg.jobdir, sv.dirs.run_dir[0] != '\0' ?
+	    sv.dirs.run_dir : sv.dirs.log_base);
 	events_open(&sv);
 	fd_budget(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",
 	    (int)getpid(), "run_id", cfg.run_id, "nproc_per_node",
 	    cfg.nproc_per_node));
-	event_broadcast(&sv, 's');
+	event_broadcast(&cfg, 's');
 
 	if (faccessat(sv.jobfd, ESV_DOWN_FILE, F_OK, 0) == 0) {
 		sv.grp.want = 'd';

@@ -575,7 +575,8 @@ cgroup_cleanup(struct supervisor *sv)
 	if (!sv->cg.on)
 		return;
 	for (i = 0; i < sv->grp.nworkers; i++) {
-		snprintf(name, sizeof(name), "%u", sv->grp.workers[i].local_rank);
+		snprintf(name, sizeof(name), "%u",
+		    sv->grp.workers[i].local_rank);
 		unlinkat(sv->cg.workersfd, name, AT_REMOVEDIR);
 	}
 }

@@ -277,8 +277,8 @@ guardian_start(struct supervisor *sv)
 		 * Nothing of the supervisor's but these: not the locks, but
 		 * for guardian.lock, which a new supervisor waits for.
 		 */
-		int fds[3] = { p[0], sv->locks.guardlockfd > 0 ? sv->locks.guardlockfd : -1,
-		    rdzvfd }, i;
+		int fds[3] = { p[0], sv->locks.guardlockfd > 0 ?
+		    sv->locks.guardlockfd : -1, rdzvfd }, i;
 
 		for (i = 0; i < 3; i++)
 			if (fds[i] != -1 && (fds[i] = fcntl(fds[i], F_DUPFD,

@@ -48,8 +48,8 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 		return;
 	}
 	notify_reloading(sv->notify, false);
-	r = config_reload(sv->cfg, sv->env.argc, sv->env.argv, sv->env.environ, err,
-	    sizeof(err), kept, sv);
+	r = config_reload(sv->cfg, sv->env.argc, sv->env.argv, sv->env.environ,
+	    err, sizeof(err), kept, sv);
 	if (r == -1) {
 		warn_msg("reload (%s): %s: the running configuration is kept",
 		    source, err);

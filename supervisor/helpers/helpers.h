@@ -40,7 +40,7 @@ int	helper_spawn(struct supervisor *sv, const char *prog,
 	    const char *subdir, const char *envvar, char *argv[],
 	    bool stdout_to_stderr, pid_t *pid, struct watch *w, watch_fn *fn);
 /* Stop watching w and close it. */
-void	helper_lost(struct supervisor *sv, struct watch *w);
+void	helper_lost(struct loop *loop, struct watch *w);
 /*
  * Read what a helper daemon sent on fd into buf (len bytes kept
  * of an unfinished line) and hand each whole line, without its newline,
@@ -53,6 +53,6 @@ int	helper_read_lines(struct supervisor *sv, int fd, char *buf,
 void	healthd_setup(struct supervisor *sv);
 void	healthd_died(struct supervisor *sv, int status);
 void	healthd_timer(struct watch *w, uint32_t events);
-void	healthd_stop(struct supervisor *sv);
+void	healthd_stop(struct healthd_run *hd, struct loop *loop);
 
 #endif

@@ -105,7 +105,8 @@ watchdog_pids(struct supervisor *sv)
 	if (sv->wd.w.fd == -1)
 		return;
 	for (i = 0; i < sv->grp.nworkers; i++)
-		if (sv->grp.workers[i].pid > 0 && sv->grp.workers[i].pidfd != -1) {
+		if (sv->grp.workers[i].pid > 0 &&
+		    sv->grp.workers[i].pidfd != -1) {
 			pids[n] = sv->grp.workers[i].pid;
 			fds[n++] = sv->grp.workers[i].pidfd;
 		}
@@ -154,7 +155,7 @@ wd_read(struct watch *w, uint32_t events)
 	(void)events;
 	if (helper_read_lines(sv, w->fd, sv->wd.in, sizeof(sv->wd.in),
 	    &sv->wd.inlen, wd_line) == -1)
-		helper_lost(sv, &sv->wd.w);
+		helper_lost(&sv->loop, &sv->wd.w);
 }
 
 /* SIGCHLD said our watchdog died: a new one, with the current workers. */
@@ -171,7 +172,7 @@ watchdog_died(struct supervisor *sv, int status)
 	    (int)sv->wd.pid));
 	sv->wd.pid = 0;
 	if (sv->wd.w.fd != -1)
-		helper_lost(sv, &sv->wd.w);
+		helper_lost(&sv->loop, &sv->wd.w);
 	if (ran < WD_RESTART_MS) {
 		timer_arm_ms(sv->wd.timer.fd, WD_RESTART_MS - ran);
 		return;
@@ -212,7 +213,7 @@ watchdog_stop(struct supervisor *sv)
 		wd_read(&sv->wd.w, EPOLLIN);
 	}
 	if (sv->wd.w.fd != -1)
-		helper_lost(sv, &sv->wd.w);
+		helper_lost(&sv->loop, &sv->wd.w);
 	if (sv->wd.pid > 0)
 		kill(sv->wd.pid, SIGTERM);
 	unlink(sv->wd.fifo);

@@ -53,8 +53,8 @@ report_runit(struct supervisor *sv)
 	memset(&st, 0, sizeof(st));
 	/* sv(8) waits for this stamp to move: only a start or stop may. */
 	st.since.tv_sec = (time_t)sv->rep.pid_since;
-	st.since.tv_nsec = (long)((sv->rep.pid_since - (double)st.since.tv_sec) *
-	    1e9);
+	st.since.tv_nsec = (long)((sv->rep.pid_since -
+	    (double)st.since.tv_sec) * 1e9);
 	st.pid = up ? (uint32_t)sv->grp.workers[0].last_pid : 0;
 	st.paused = sv->grp.paused;
 	st.want = sv->grp.want == 'd' ? 'd' : 'u';
@@ -161,7 +161,8 @@ report_group(struct supervisor *sv)
 	add_pid_list(sv, &kb, JK(PGIDS), true);
 	kv_add(&kb, JK(ATTEMPT_DIR), sv->dirs.attempt_dir);
 	if (sv->grp.state == G_BACKOFF)
-		kv_addf(&kb, JK(NEXT_START), "%.3f", sv->grp.next_start_wall / 1000.0);
+		kv_addf(&kb, JK(NEXT_START), "%.3f",
+		    sv->grp.next_start_wall / 1000.0);
 	else
 		kv_add(&kb, JK(NEXT_START), "");
 	if (sv->grp.state == G_SUCCEEDED || sv->grp.state == G_FAILED ||
@@ -179,7 +180,8 @@ report_group(struct supervisor *sv)
 	kv_reset(&kb);
 	for (i = 0; i < sv->grp.nworkers; i++)
 		if (sv->grp.workers[i].pgid > 0)
-			kv_addf(&kb, "pgid", "%d", (int)sv->grp.workers[i].pgid);
+			kv_addf(&kb, "pgid", "%d",
+			    (int)sv->grp.workers[i].pgid);
 	write_at(sv, ESV_PGIDS, kb.buf ? kb.buf + 0 : "", kb.len);
 	kv_free(&kb);
 }
@@ -200,8 +202,8 @@ report_setup(struct supervisor *sv)
 
 	for (i = 0; i < sv->grp.nworkers; i++) {
 		snprintf(dir, sizeof(dir), "%s/%u", ESV_WORKERS_DIR, i);
-		sv->grp.workers[i].dir_ok = mkdirat(sv->jobfd, dir, 0755) == 0 ||
-		    errno == EEXIST;
+		sv->grp.workers[i].dir_ok =
+		    mkdirat(sv->jobfd, dir, 0755) == 0 || errno == EEXIST;
 		if (!sv->grp.workers[i].dir_ok)
 			warn_sys("unable to create %s/%s", sv->cfg->jobdir, dir);
 	}
@@ -234,7 +236,8 @@ report_worker(struct supervisor *sv, struct worker *wk)
 		err[0] = '\0';
 	kv_add(&kb, WK(STATE), worker_state_names[wk->state]);
 	kv_addf(&kb, WK(LOCAL_RANK), "%u", wk->local_rank);
-	kv_addf(&kb, WK(RANK), "%u", sv->rdzv.round.ranks.base_rank + wk->local_rank);
+	kv_addf(&kb, WK(RANK), "%u",
+	    sv->rdzv.round.ranks.base_rank + wk->local_rank);
 	kv_addf(&kb, WK(ROLE_RANK), "%u",
 	    sv->rdzv.round.ranks.base_role_rank + wk->local_rank);
 	kv_addf(&kb, WK(PID), "%d", (int)wk->last_pid);
@@ -359,11 +362,11 @@ report_env(struct supervisor *sv, struct worker *wk, char **own,
 }
 
 void
-event_broadcast(struct supervisor *sv, char ev)
+event_broadcast(const struct job_config *cfg, char ev)
 {
 	char path[PATH_MAX];
 
-	pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, ESV_EVENT_DIR);
+	pathf(path, sizeof(path), "%s/%s", cfg->jobdir, ESV_EVENT_DIR);
 	fifodir_broadcast(path, ev);
 }
 

@@ -22,7 +22,8 @@ void	report_worker(struct supervisor *sv, struct worker *wk);
 /* Returns -1 if interrupted because stop(sv) said so between files. */
 int	report_env(struct supervisor *sv, struct worker *wk, char **own,
 	    bool (*stop)(struct supervisor *));
-void	event_broadcast(struct supervisor *sv, char ev);
+/* Wake the waiters of JOBDIR/event/ with ev. */
+void	event_broadcast(const struct job_config *cfg, char ev);
 void	report_failure(struct supervisor *sv, bool final);
 
 /* events.c: fields is a jansson object (or NULL), consumed. */

@@ -59,8 +59,9 @@ logs_setup(struct supervisor *sv)
 		pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
 		    ESV_DEFAULT_LOG_DIR);
 	/* log_base: others read these paths, from other directories. */
-	sv->dirs.logfd = trust_open_dir(base, TRUST_MKDIR | TRUST_STICKY_OK, 0755,
-	    sv->dirs.log_base, sizeof(sv->dirs.log_base), why, sizeof(why));
+	sv->dirs.logfd = trust_open_dir(base, TRUST_MKDIR | TRUST_STICKY_OK,
+	    0755, sv->dirs.log_base, sizeof(sv->dirs.log_base), why,
+	    sizeof(why));
 	if (sv->dirs.logfd == -1) {
 		int code = errno == EPERM ? ESV_EXIT_USAGE : ESV_EXIT_SYSTEM;
 		size_t n = strlen(base);
@@ -88,8 +89,9 @@ make_run_dir(struct supervisor *sv)
 			rnd[i] = set[arc4random_uniform(sizeof(set) - 1)];
 		rnd[8] = '\0';
 		if (pathf(name, sizeof(name), "%s_%s", sv->cfg->run_id,
-		    rnd) == -1 || pathf(sv->dirs.run_dir, sizeof(sv->dirs.run_dir),
-		    "%s/%s", sv->dirs.log_base, name) == -1)
+		    rnd) == -1 || pathf(sv->dirs.run_dir,
+		    sizeof(sv->dirs.run_dir), "%s/%s", sv->dirs.log_base,
+		    name) == -1)
 			break;
 		if (mkdirat(sv->dirs.logfd, name, 0700) == 0) {
 			sv->dirs.runfd = openat(sv->dirs.logfd, name, O_RDONLY |
@@ -139,8 +141,8 @@ prepare_attempt_dir(struct supervisor *sv)
 		else
 			snprintf(name, sizeof(name), "attempt_%u.%u",
 			    sv->counts.restart_count, n);
-		pathf(sv->dirs.attempt_dir, sizeof(sv->dirs.attempt_dir), "%s/%s",
-		    sv->dirs.run_dir, name);
+		pathf(sv->dirs.attempt_dir, sizeof(sv->dirs.attempt_dir),
+		    "%s/%s", sv->dirs.run_dir, name);
 		if (mkdirat(sv->dirs.runfd, name, 0755) == 0)
 			break;
 		if (errno != EEXIST || n == UINT_MAX - 1) {
@@ -148,8 +150,8 @@ prepare_attempt_dir(struct supervisor *sv)
 			return -1;
 		}
 	}
-	sv->dirs.attemptfd = openat(sv->dirs.runfd, name, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
+	sv->dirs.attemptfd = openat(sv->dirs.runfd, name, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sv->dirs.attemptfd == -1) {
 		warn_sys("unable to open %s", sv->dirs.attempt_dir);
 		return -1;
@@ -157,7 +159,8 @@ prepare_attempt_dir(struct supervisor *sv)
 	for (i = 0; i < sv->grp.nworkers; i++) {
 		snprintf(sub, sizeof(sub), "%u", i);
 		if (mkdirat(sv->dirs.attemptfd, sub, 0755) == -1) {
-			warn_sys("unable to create %s/%s", sv->dirs.attempt_dir, sub);
+			warn_sys("unable to create %s/%s",
+			    sv->dirs.attempt_dir, sub);
 			return -1;
 		}
 	}

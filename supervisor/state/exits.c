@@ -70,8 +70,9 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	ctl_error_path(rel, sizeof(rel), NULL, wk->local_rank);
 	if (failure_init_at(&nf[sv->grp.nfailures], wk->local_rank,
 	    sv->rdzv.round.ranks.base_rank + wk->local_rank, wk->last_pid,
-	    wk->exitcode, sv->dirs.attemptfd, sv->dirs.attemptfd != -1 ? rel : NULL,
-	    O_NOFOLLOW, path, (time_t)wk->exited) == -1)
+	    wk->exitcode, sv->dirs.attemptfd,
+	    sv->dirs.attemptfd != -1 ? rel : NULL, O_NOFOLLOW, path,
+	    (time_t)wk->exited) == -1)
 		return;
 	/* A bare SIGKILL says nothing; the memory controller knows more. */
 	(void)failure_note_oom(&nf[sv->grp.nfailures], wk->cg.oom_kill,

@@ -60,12 +60,12 @@ supervisor_exit(struct supervisor *sv, int code)
 	sv->rdzv.rz.stopping = true;
 	notify_stopping(sv->notify);
 	watchdog_stop(sv);
-	healthd_stop(sv);
+	healthd_stop(&sv->hd, &sv->loop);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
 	while (sv->rep.report_pending)
 		group_report_step(sv, false);
 	report_group(sv);
-	event_broadcast(sv, ESV_EVENT_EXIT);
+	event_broadcast(sv->cfg, ESV_EVENT_EXIT);
 	/* After the barrier: the other nodes' workers are done with it. */
 	store_stop(&sv->st);
 	rdzv_close(&sv->rdzv.rz, sv->grp.state == G_SUCCEEDED ||
@@ -108,7 +108,7 @@ refuse_start(struct supervisor *sv, int code, const char *why)
 	warn_msg("unable to start the worker group: %s", why);
 	sv->rep.exit_code = code;
 	set_state(sv, G_FAILED);
-	event_broadcast(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv->cfg, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, code);
 }
 
@@ -188,15 +188,19 @@ group_launch(struct supervisor *sv)
 	int r;
 
 	if (sv->grp.workers == NULL) {
-		if ((sv->grp.workers = calloc(n, sizeof(*sv->grp.workers))) == NULL)
+		if ((sv->grp.workers = calloc(n,
+		    sizeof(*sv->grp.workers))) == NULL)
 			die(ESV_EXIT_SYSTEM, "unable to allocate %u workers", n);
 		sv->grp.nworkers = n;
 		for (i = 0; i < n; i++) {
 			sv->grp.workers[i].local_rank = i;
-			sv->grp.workers[i].out.file = sv->grp.workers[i].err.file = -1;
-			sv->grp.workers[i].out.w.fd = sv->grp.workers[i].err.w.fd = -1;
+			sv->grp.workers[i].out.file =
+			    sv->grp.workers[i].err.file = -1;
+			sv->grp.workers[i].out.w.fd =
+			    sv->grp.workers[i].err.w.fd = -1;
 			sv->grp.workers[i].pidfd = -1;
-			sv->grp.workers[i].cgfd = sv->grp.workers[i].cgprocs = -1;
+			sv->grp.workers[i].cgfd =
+			    sv->grp.workers[i].cgprocs = -1;
 		}
 		report_setup(sv);
 	}
@@ -311,7 +315,7 @@ group_report_step(struct supervisor *sv, bool yield)
 	if (sv->grp.state != G_RUNNING)
 		return;
 	report_group(sv);
-	event_broadcast(sv, ESV_EVENT_UP);
+	event_broadcast(sv->cfg, ESV_EVENT_UP);
 	notify_ready(sv);
 }
 
@@ -381,7 +385,7 @@ finish_cleanup(struct supervisor *sv)
 		store_stop(&sv->st);
 	sv->rep.pid_since = wall_now();
 	set_state(sv, G_DOWN);
-	event_broadcast(sv, ESV_EVENT_DOWN);
+	event_broadcast(sv->cfg, ESV_EVENT_DOWN);
 }
 
 /*
@@ -507,7 +511,8 @@ inherited(struct supervisor *sv, pid_t pid, bool drop)
 	for (i = 0; i < sv->grp.ninherited; i++)
 		if (sv->grp.inherited[i] == pid) {
 			if (drop)
-				sv->grp.inherited[i] = sv->grp.inherited[--sv->grp.ninherited];
+				sv->grp.inherited[i] =
+				    sv->grp.inherited[--sv->grp.ninherited];
 			return true;
 		}
 	return false;
@@ -581,7 +586,7 @@ job_over(struct supervisor *sv, enum group_state st)
 	events_log(sv, st == G_SUCCEEDED ? "job.succeeded" : "job.failed",
 	    NULL);
 	set_state(sv, st);
-	event_broadcast(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv->cfg, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, sv->rep.exit_code);
 }
 
@@ -626,8 +631,8 @@ after_stop_next(struct supervisor *sv, enum stop_reason why)
 	if (why == STOP_FAILURE && verdict_wait(sv))
 		return;
 	sv->grp.failed_at = 0;
-	switch (fsm_after_stop(why, sv->grp.want, sv->grp.want_exit, sv->counts.restart_count,
-	    sv->cfg->max_restarts)) {
+	switch (fsm_after_stop(why, sv->grp.want, sv->grp.want_exit,
+	    sv->counts.restart_count, sv->cfg->max_restarts)) {
 	case NEXT_EXIT:
 		supervisor_exit(sv, ESV_EXIT_FAILED);
 	case NEXT_FAILED:
@@ -661,7 +666,7 @@ group_go_down(struct supervisor *sv)
 	timer_arm_ms(sv->timerw.fd, -1);
 	rdzv_leave(&sv->rdzv.rz);
 	set_state(sv, G_DOWN);
-	event_broadcast(sv, ESV_EVENT_DOWN);
+	event_broadcast(sv->cfg, ESV_EVENT_DOWN);
 }
 
 void

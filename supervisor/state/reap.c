@@ -95,7 +95,8 @@ group_reap(struct supervisor *sv)
 		}
 		if (rdzv_child_exited(&sv->rdzv.rz, pid, status))
 			continue;
-		if ((gone = store_exited(&sv->st, pid, status)) != STORE_NOT_OURS) {
+		if ((gone = store_exited(&sv->st, pid, status)) !=
+		    STORE_NOT_OURS) {
 			if (gone == STORE_LINGER_OVER)
 				store_gone(sv);
 			continue;

@@ -65,7 +65,7 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 	}
 	sv->rep.exit_code = ESV_EXIT_FAILED;
 	set_state(sv, G_FAILED);
-	event_broadcast(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv->cfg, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, ESV_EXIT_FAILED);
 }
 
@@ -120,8 +120,8 @@ all_done_unreaped(struct supervisor *sv)
 			continue;
 		}
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, sv->grp.workers[i].pid, &si, WEXITED | WNOHANG |
-		    WNOWAIT) == -1 || si.si_pid == 0 ||
+		if (waitid(P_PID, sv->grp.workers[i].pid, &si, WEXITED |
+		    WNOHANG | WNOWAIT) == -1 || si.si_pid == 0 ||
 		    si.si_code != CLD_EXITED || si.si_status != 0)
 			return false;
 	}
@@ -171,7 +171,8 @@ group_membership_changed(struct supervisor *sv)
 	events_log(sv, "rdzv.membership", NULL);
 	if (sv->grp.state == G_RUNNING)
 		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
-	else if (sv->grp.stop_reason == STOP_FAILURE && sv->grp.failed_at != 0 &&
+	else if (sv->grp.stop_reason == STOP_FAILURE &&
+	    sv->grp.failed_at != 0 &&
 	    (sv->grp.state == G_STOPPING || sv->grp.verdict_pending) &&
 	    mono_ms() < sv->grp.failed_at + verdict_ms(sv))
 		superseded(sv);
@@ -202,8 +203,9 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 	 */
 	if (sv->guard.lease > 0 && now >= sv->guard.lease)
 		cgroup_kill(sv);
-	if (sv->grp.state != G_STOPPING || sv->grp.alive == 0 || sv->grp.kill_phase != 0 ||
-	    sv->locks.draining || kill_at_ms >= sv->grp.kill_at)
+	if (sv->grp.state != G_STOPPING || sv->grp.alive == 0 ||
+	    sv->grp.kill_phase != 0 || sv->locks.draining ||
+	    kill_at_ms >= sv->grp.kill_at)
 		return;
 	sv->grp.kill_at = kill_at_ms;
 	sv->grp.fenced = true;
