@@ -26,7 +26,8 @@ enum store_exit store_exited(struct store_run *st, pid_t pid, int status);
 
 /* run_watchdogd.c: the supervisor's side of esv-watchdogd */
 void	watchdog_setup(struct supervisor *sv);
-void	watchdog_pids(struct supervisor *sv);
+void	watchdog_pids(const struct watchdog_run *wd,
+	    const struct group_run *g);
 void	watchdog_died(struct supervisor *sv, int status);
 void	watchdog_timer(struct watch *w, uint32_t events);
 void	watchdog_stop(struct supervisor *sv);

@@ -56,7 +56,7 @@ wd_spawn(struct supervisor *sv)
 		return;
 	sv->wd.started_ms = mono_ms();
 	sv->wd.inlen = 0;
-	watchdog_pids(sv);
+	watchdog_pids(&sv->wd, &sv->grp);
 }
 
 void
@@ -95,23 +95,22 @@ watchdog_setup(struct supervisor *sv)
  * A worker without one is not listed: its timers are refused.
  */
 void
-watchdog_pids(struct supervisor *sv)
+watchdog_pids(const struct watchdog_run *wd, const struct group_run *g)
 {
 	pid_t pids[ESV_MAX_NPROC];
 	int fds[ESV_MAX_NPROC];
 	size_t n = 0;
 	unsigned i;
 
-	if (sv->wd.w.fd == -1)
+	if (wd->w.fd == -1)
 		return;
-	for (i = 0; i < sv->grp.nworkers; i++)
-		if (sv->grp.workers[i].pid > 0 &&
-		    sv->grp.workers[i].pidfd != -1) {
-			pids[n] = sv->grp.workers[i].pid;
-			fds[n++] = sv->grp.workers[i].pidfd;
+	for (i = 0; i < g->nworkers; i++)
+		if (g->workers[i].pid > 0 && g->workers[i].pidfd != -1) {
+			pids[n] = g->workers[i].pid;
+			fds[n++] = g->workers[i].pidfd;
 		}
 	/* A few bytes per pid: the socket buffer takes thousands. */
-	if (wdchan_send_pids(sv->wd.w.fd, pids, fds, n) == -1)
+	if (wdchan_send_pids(wd->w.fd, pids, fds, n) == -1)
 		warn_sys("unable to tell the watchdog the workers");
 }
 

@@ -165,7 +165,7 @@ flush_exits(struct supervisor *sv)
 	}
 	/* Before the pid can be reused: the dead worker's timers go. */
 	if (exits > 0)
-		watchdog_pids(sv);
+		watchdog_pids(&sv->wd, &sv->grp);
 	/*
 	 * supervise/state lists the live workers' pids: a worker that
 	 * succeeded while the others run leaves it now, not whenever the

@@ -244,7 +244,7 @@ group_launch(struct supervisor *sv)
 	}
 	guardian_flush(&sv->guard);
 	group_lock_release(&sv->locks);
-	watchdog_pids(sv);
+	watchdog_pids(&sv->wd, &sv->grp);
 	sv->counts.attempt++;
 	sv->grp.attempt_started_ms = mono_ms();
 	sv->rep.pid_since = wall_now();
