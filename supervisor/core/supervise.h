@@ -175,8 +175,8 @@ struct store_run {
 struct readiness;
 
 /*
- * The group's lifecycle and its workers (state/; control/ sets want,
- * want_exit and paused through fsm_control's decision).
+ * The group's lifecycle and its workers (state/; control/ and main.c set
+ * want, want_exit and paused, as fsm_control and the signals decide).
  */
 struct group_run {
 	struct worker		*workers;
@@ -252,7 +252,8 @@ struct locks {
 };
 
 /*
- * The rendezvous (main.c opens rz; state/round.c takes its rounds).
+ * The rendezvous (main.c opens rz, state/ takes its rounds, a stop by
+ * control/ or state/ marks it stopping).
  */
 struct round_state {
 	struct rdzv_params	 rzp;	/* what rz knows of the job */
