@@ -109,11 +109,11 @@ fd_budget(struct supervisor *sv)
 		return;
 	if (rl.rlim_cur < rl.rlim_max) {
 		/* The workers get the limit they would have had (select(2)). */
-		sv->nofile = rl;
+		sv->env.nofile = rl;
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
 			getrlimit(RLIMIT_NOFILE, &rl);
-			sv->nofile.rlim_max = 0;
+			sv->env.nofile.rlim_max = 0;
 		}
 	}
 	for (i = 0; i < cfg->nproc_per_node; i++)
@@ -170,18 +170,18 @@ open_control_dir(struct supervisor *sv, struct job_config *cfg)
 	own_subdir(sv, ESV_SUPERVISE_DIR, 0700);
 	/* workers/N/env/ holds job.ini's [env]: its secrets too. */
 	own_subdir(sv, ESV_WORKERS_DIR, 0700);
-	sv->lockfd = openat(sv->jobfd, ESV_LOCK,
+	sv->locks.lockfd = openat(sv->jobfd, ESV_LOCK,
 	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (sv->lockfd == -1)
+	if (sv->locks.lockfd == -1)
 		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_LOCK);
-	if (flock(sv->lockfd, LOCK_EX | LOCK_NB) == -1) {
+	if (flock(sv->locks.lockfd, LOCK_EX | LOCK_NB) == -1) {
 		char was[PATH_MAX];
 
 		strlcpy(was, jd, sizeof(was));
 		if (errno == EWOULDBLOCK && config_jobdir_taken(cfg) == 0) {
 			info_msg("%s is in use: job directory %s instead", was,
 			    cfg->jobdir);
-			close(sv->lockfd);
+			close(sv->locks.lockfd);
 			close(sv->jobfd);
 			open_control_dir(sv, cfg);
 			return;
@@ -225,17 +225,17 @@ on_signal(struct watch *w, uint32_t events)
 		info_msg("received %s from pid %d (uid %u): stopping the workers",
 		    sig_name((int)si.ssi_signo), (int)si.ssi_pid,
 		    (unsigned)si.ssi_uid);
-		notify_stopping(sv);
-		sv->want_exit = true;
-		sv->rz.stopping = true;
-		if (sv->state == G_RUNNING || sv->state == G_STOPPING) {
-			if (sv->state == G_STOPPING)
+		notify_stopping(sv->notify);
+		sv->grp.want_exit = true;
+		sv->rdzv.rz.stopping = true;
+		if (sv->grp.state == G_RUNNING || sv->grp.state == G_STOPPING) {
+			if (sv->grp.state == G_STOPPING)
 				group_signal(sv, (int)si.ssi_signo);
 			else
 				group_stop(sv, (int)si.ssi_signo, STOP_SIGNAL);
-		} else if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
-		    sv->state == G_FINISHING)
-			supervisor_exit(sv, sv->exit_code);
+		} else if (sv->grp.state == G_SUCCEEDED ||
+		    sv->grp.state == G_FAILED || sv->grp.state == G_FINISHING)
+			supervisor_exit(sv, sv->rep.exit_code);
 		else {
 			group_enter(sv, G_DOWN);
 			supervisor_exit(sv, ESV_EXIT_FAILED);
@@ -351,7 +351,7 @@ setup_rendezvous(struct supervisor *sv)
 	    .host_changed = rdzv_host_changed, .lease = rdzv_lease,
 	    .ctx = sv };
 	const struct job_config *cfg = sv->cfg;
-	struct rdzv_params *p = &sv->rzp;
+	struct rdzv_params *p = &sv->rdzv.rzp;
 	char err[512];
 
 	*p = (struct rdzv_params){ .rdzv_backend = cfg->rdzv_backend,
@@ -365,7 +365,7 @@ setup_rendezvous(struct supervisor *sv)
 	    .master_port = cfg->master_port,
 	    .master_port_set = cfg->master_port_set,
 	    .standalone = cfg->standalone, .jobdir = cfg->jobdir };
-	if (rdzv_open(&sv->rz, p, &sv->loop, &cb, err, sizeof(err)) == -1)
+	if (rdzv_open(&sv->rdzv.rz, p, &sv->loop, &cb, err, sizeof(err)) == -1)
 		diex(ESV_EXIT_USAGE, "%s", err);
 }
 
@@ -411,35 +411,35 @@ main(int argc, char **argv)
 		info_msg("--start-method %s: ignored: every worker is exec'd, "
 		    "as torch does for a script", cfg.start_method);
 	sv.cfg = &cfg;
-	notify_claim_fd(&sv);
-	sv.inherited = children_list(&sv.ninherited);
-	sv.grouplockfd = -1;
+	sv.notify = notify_claim_fd(&cfg);
+	sv.grp.inherited = children_list(&sv.grp.ninherited);
+	sv.locks.grouplockfd = -1;
 	sv.wd.fifo_fd = sv.wd.w.fd = -1;
 	sv.st.fd = -1;
-	sv.logfd = sv.runfd = sv.attemptfd = -1;
-	sv.environ = environ;
-	sv.argc = argc;
-	sv.argv = argv;
-	sv.started_wall = wall_now();
-	sv.want = 'u';
-	sv.exit_code = ESV_EXIT_FAILED;
-	sv.backoff = (struct backoff){ .initial_ms = cfg.restart_delay_ms,
+	sv.dirs.logfd = sv.dirs.runfd = sv.dirs.attemptfd = -1;
+	sv.env.environ = environ;
+	sv.env.argc = argc;
+	sv.env.argv = argv;
+	sv.rep.started_wall = wall_now();
+	sv.grp.want = 'u';
+	sv.rep.exit_code = ESV_EXIT_FAILED;
+	sv.grp.backoff = (struct backoff){ .initial_ms = cfg.restart_delay_ms,
 	    .max_ms = cfg.restart_delay_max_ms,
 	    .reset_ms = cfg.restart_reset_ms };
 	signal(SIGPIPE, SIG_IGN);
 	/* Grandchildren that a worker orphans come back to us to be reaped. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to become a child subreaper");
-	resolve_python(&sv);
-	sv.job_name = cfg.argv[0];
+	resolve_python(&sv.env, &cfg);
+	sv.rep.job_name = cfg.argv[0];
 
 	open_control_dir(&sv, &cfg);
 	/* env/ is read at every start: a refusal before any other work. */
-	if (start_env_build(&sv, err, sizeof(err)) == -1)
+	if (start_env_build(&sv.env, &cfg, sv.jobfd, err, sizeof(err)) == -1)
 		diex(ESV_EXIT_USAGE, "%s", err);
 	setup_loop(&sv);
 	/* Before any helper starts: none may inherit NOTIFY_SOCKET. */
-	notify_setup(&sv);
+	notify_setup(sv.notify, &sv.loop);
 	/* Before any child: each belongs to the job's cgroup. */
 	cgroup_setup(&sv, group_cgroup_event);
 	if (cgroup_check_limits(&sv, err, sizeof(err)) == -1)
@@ -452,25 +452,25 @@ main(int argc, char **argv)
 	/* Last of the checks: a config error leaves no logs/ behind. */
 	logs_setup(&sv);
 	info_msg("job directory %s (esv-ctl status %s), logs in %s",
-	    cfg.jobdir, cfg.jobdir, sv.run_dir[0] != '\0' ? sv.run_dir :
-	    sv.log_base);
+	    cfg.jobdir, cfg.jobdir, sv.dirs.run_dir[0] != '\0' ?
+	    sv.dirs.run_dir : sv.dirs.log_base);
 	events_open(&sv);
 	fd_budget(&sv);
 	events_log(&sv, "supervisor.start", json_pack("{si ss si}", "pid",
 	    (int)getpid(), "run_id", cfg.run_id, "nproc_per_node",
 	    cfg.nproc_per_node));
-	event_broadcast(&sv, 's');
+	event_broadcast(&cfg, 's');
 
 	if (faccessat(sv.jobfd, ESV_DOWN_FILE, F_OK, 0) == 0) {
-		sv.want = 'd';
+		sv.grp.want = 'd';
 		report_group(&sv);
 	} else
 		group_start(&sv);
 
 	for (;;) {
-		if (loop_once(&sv.loop, sv.report_pending ? 0 : -1) == -1)
+		if (loop_once(&sv.loop, sv.rep.report_pending ? 0 : -1) == -1)
 			die(ESV_EXIT_SYSTEM, "epoll_wait");
-		if (sv.report_pending)
+		if (sv.rep.report_pending)
 			group_report_step(&sv, true);
 	}
 }

@@ -477,26 +477,26 @@ cgroup_no_clone_into(struct supervisor *sv, struct worker *wk,
 }
 
 void
-cgroup_worker_path(struct supervisor *sv, const struct worker *wk, char *buf,
+cgroup_worker_path(const struct cgroups *cg, const struct worker *wk, char *buf,
     size_t len)
 {
-	if (!sv->cg.on || wk->cgfd == -1)
+	if (!cg->on || wk->cgfd == -1)
 		buf[0] = '\0';
 	else
-		pathf(buf, len, "%s/workers/%u", sv->cg.job, wk->local_rank);
+		pathf(buf, len, "%s/workers/%u", cg->job, wk->local_rank);
 }
 
 /* What the kernel counted for wk, read once it has exited. */
 void
-cgroup_worker_stats(struct supervisor *sv, struct worker *wk)
+cgroup_worker_stats(struct cgroups *cg, struct worker *wk)
 {
-	if (!sv->cg.on || wk->cgfd == -1) {
+	if (!cg->on || wk->cgfd == -1) {
 		wk->cg = (struct cgstat){ -1, -1, -1, -1, -1, -1 };
 		return;
 	}
 	/* What the exit reports: no file that cannot be there. */
 	cgstat_read(wk->cgfd, &wk->cg, CGSTAT_CPU |
-	    (sv->cg.memory ? CGSTAT_MEMORY : 0));
+	    (cg->memory ? CGSTAT_MEMORY : 0));
 	if (wk->cg.cpu_usec >= 0)
 		wk->cg.cpu_usec = wk->cg_cpu_base < 0 ? -1 :
 		    wk->cg.cpu_usec > wk->cg_cpu_base ?
@@ -518,20 +518,20 @@ cgroup_kill(struct supervisor *sv)
 	 * would be killed at birth (probe_clone_into): the next start makes
 	 * new ones.
 	 */
-	for (i = 0; i < sv->nworkers; i++)
-		sv->workers[i].cg_killed = true;
+	for (i = 0; i < sv->grp.nworkers; i++)
+		sv->grp.workers[i].cg_killed = true;
 }
 
 /* True when no worker's cgroup holds a process. */
 bool
-cgroup_empty(struct supervisor *sv)
+cgroup_empty(const struct cgroups *cg)
 {
 	char *text;
 	long long populated;
 
-	if (!sv->cg.on)
+	if (!cg->on)
 		return true;
-	if ((text = read_text_at(sv->cg.workersfd, "cgroup.events",
+	if ((text = read_text_at(cg->workersfd, "cgroup.events",
 	    O_NOFOLLOW, 4096, NULL)) == NULL)
 		return true;
 	populated = cgstat_keyed(text, "populated");
@@ -540,13 +540,13 @@ cgroup_empty(struct supervisor *sv)
 }
 
 int
-cgroup_freeze(struct supervisor *sv, bool frozen)
+cgroup_freeze(struct cgroups *cg, bool frozen)
 {
-	if (!sv->cg.on)
+	if (!cg->on)
 		return -1;
-	if (write_at(sv->cg.workersfd, "cgroup.freeze", frozen ? "1" : "0") ==
+	if (write_at(cg->workersfd, "cgroup.freeze", frozen ? "1" : "0") ==
 	    -1) {
-		warn_sys("unable to write %s/workers/cgroup.freeze", sv->cg.job);
+		warn_sys("unable to write %s/workers/cgroup.freeze", cg->job);
 		return -1;
 	}
 	return 0;
@@ -574,8 +574,9 @@ cgroup_cleanup(struct supervisor *sv)
 
 	if (!sv->cg.on)
 		return;
-	for (i = 0; i < sv->nworkers; i++) {
-		snprintf(name, sizeof(name), "%u", sv->workers[i].local_rank);
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		snprintf(name, sizeof(name), "%u",
+		    sv->grp.workers[i].local_rank);
 		unlinkat(sv->cg.workersfd, name, AT_REMOVEDIR);
 	}
 }

@@ -22,12 +22,12 @@ int	cgroup_check_limits(struct supervisor *sv, char *err, size_t len);
 int	cgroup_worker_prepare(struct supervisor *sv, struct worker *wk);
 int	cgroup_no_clone_into(struct supervisor *sv, struct worker *wk,
 	    const char *why);
-void	cgroup_worker_path(struct supervisor *sv, const struct worker *wk,
+void	cgroup_worker_path(const struct cgroups *cg, const struct worker *wk,
 	    char *buf, size_t len);
-void	cgroup_worker_stats(struct supervisor *sv, struct worker *wk);
+void	cgroup_worker_stats(struct cgroups *cg, struct worker *wk);
 void	cgroup_kill(struct supervisor *sv);
-bool	cgroup_empty(struct supervisor *sv);
-int	cgroup_freeze(struct supervisor *sv, bool frozen);
+bool	cgroup_empty(const struct cgroups *cg);
+int	cgroup_freeze(struct cgroups *cg, bool frozen);
 void	cgroup_cleanup(struct supervisor *sv);
 
 /*
@@ -72,7 +72,7 @@ int	group_lock_take(struct supervisor *sv);
  */
 int	group_lock_reclaim(struct supervisor *sv);
 int	group_lock_retry(struct supervisor *sv);
-void	group_lock_release(struct supervisor *sv);
+void	group_lock_release(struct locks *l);
 
 /* guardian.c */
 void	guardian_start(struct supervisor *sv);

@@ -266,7 +266,7 @@ guardian_start(struct supervisor *sv)
 	 * Our own child, not reaped yet: its pid cannot have been reused.
 	 * The pidfd stays valid for it alone.
 	 */
-	rdzv_status(&sv->rz, &rs);
+	rdzv_status(&sv->rdzv.rz, &rs);
 	if (rs.host_pid > 0 && (rdzvfd = pidfd_open(rs.host_pid, 0)) == -1)
 		warn_sys("unable to open a pidfd for esv-rdzv (pid %d)",
 		    (int)rs.host_pid);
@@ -277,8 +277,8 @@ guardian_start(struct supervisor *sv)
 		 * Nothing of the supervisor's but these: not the locks, but
 		 * for guardian.lock, which a new supervisor waits for.
 		 */
-		int fds[3] = { p[0], sv->guardlockfd > 0 ? sv->guardlockfd : -1,
-		    rdzvfd }, i;
+		int fds[3] = { p[0], sv->locks.guardlockfd > 0 ?
+		    sv->locks.guardlockfd : -1, rdzvfd }, i;
 
 		for (i = 0; i < 3; i++)
 			if (fds[i] != -1 && (fds[i] = fcntl(fds[i], F_DUPFD,
@@ -290,8 +290,8 @@ guardian_start(struct supervisor *sv)
 			else if (dup2(fds[i], 3 + i) == -1)
 				_exit(ESV_EXIT_SYSTEM);
 		closefrom(6);
-		guardian_main(3, fds[2] != -1 ? 5 : -1, sv->lock_dev,
-		    sv->lock_ino, sv->cg.on ? sv->cg.job : "");
+		guardian_main(3, fds[2] != -1 ? 5 : -1, sv->locks.lock_dev,
+		    sv->locks.lock_ino, sv->cg.on ? sv->cg.job : "");
 	}
 	if (rdzvfd != -1)
 		close(rdzvfd);
@@ -384,9 +384,9 @@ guardian_died(struct supervisor *sv)
 	    (int)sv->guard.pid);
 	guardian_start(sv);
 	npending = 0;	/* the dead one's news: the list below replaces it */
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pgid > 1)
-			guardian_add(&sv->guard, sv->workers[i].pgid);
+	for (i = 0; i < sv->grp.nworkers; i++)
+		if (sv->grp.workers[i].pgid > 1)
+			guardian_add(&sv->guard, sv->grp.workers[i].pgid);
 	if (sv->guard.lease > 0)
 		guardian_lease(&sv->guard, sv->guard.lease);
 	guardian_flush(&sv->guard);

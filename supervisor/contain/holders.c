@@ -332,7 +332,7 @@ guardian_wait(struct supervisor *sv)
 	    O_CLOEXEC, 0600);
 	if (fd == -1)
 		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", jd, ESV_GUARDIAN_LOCK);
-	sv->guardlockfd = fd;
+	sv->locks.guardlockfd = fd;
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return;
 	if (errno != EWOULDBLOCK)
@@ -359,8 +359,8 @@ lock_open(struct supervisor *sv, struct sweep *s)
 	if (fd == -1 || fstat(fd, &st) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to open %s/%s", sv->cfg->jobdir,
 		    ESV_GROUP_LOCK);
-	sv->lock_dev = s->dev = st.st_dev;
-	sv->lock_ino = s->ino = st.st_ino;
+	sv->locks.lock_dev = s->dev = st.st_dev;
+	sv->locks.lock_ino = s->ino = st.st_ino;
 	s->spare_sid = getsid(0);
 	return fd;
 }
@@ -372,10 +372,10 @@ group_lock_take(struct supervisor *sv)
 	struct sweep s = { 0 };
 	int fd;
 
-	if (sv->grouplockfd > 0)
+	if (sv->locks.grouplockfd > 0)
 		return 0;
 	guardian_wait(sv);
-	sv->grouplockfd = fd = lock_open(sv, &s);
+	sv->locks.grouplockfd = fd = lock_open(sv, &s);
 	/*
 	 * After a kill -9 of the supervisor and its guardian: a child that
 	 * closed its fds holds no lock, and may outlive its worker.
@@ -400,14 +400,14 @@ group_lock_reclaim(struct supervisor *sv)
 	unsigned i;
 	int fd;
 
-	if (sv->grouplockfd > 0)
+	if (sv->locks.grouplockfd > 0)
 		return 0;
-	sv->grouplockfd = fd = lock_open(sv, &s);
+	sv->locks.grouplockfd = fd = lock_open(sv, &s);
 	if (lock_now(sv, fd) == 0)
 		return 0;
 	/* The workers' groups were sent SIGKILL: not news. */
-	for (i = 0; i < sv->nworkers; i++)
-		sweep_add_group(&s, sv->workers[i].pgid);
+	for (i = 0; i < sv->grp.nworkers; i++)
+		sweep_add_group(&s, sv->grp.workers[i].pgid);
 	sweep_kill(&s, 0);
 	if (s.holders > 0)
 		warn_msg("%u processes of the job had left its process groups: "
@@ -419,14 +419,14 @@ group_lock_reclaim(struct supervisor *sv)
 int
 group_lock_retry(struct supervisor *sv)
 {
-	return lock_now(sv, sv->grouplockfd);
+	return lock_now(sv, sv->locks.grouplockfd);
 }
 
 /* The workers hold it now. */
 void
-group_lock_release(struct supervisor *sv)
+group_lock_release(struct locks *l)
 {
-	if (sv->grouplockfd > 0)
-		close(sv->grouplockfd);
-	sv->grouplockfd = -1;
+	if (l->grouplockfd > 0)
+		close(l->grouplockfd);
+	l->grouplockfd = -1;
 }

@@ -107,15 +107,15 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 		info_msg("control: '%c' %s%s, from %s/%s", c, letter_name(c),
 		    times, sv->cfg->jobdir, ESV_CONTROL);
 
-	d = fsm_control(sv->state, c);
+	d = fsm_control(sv->grp.state, c);
 	/* A start the operator asks for takes what job.ini says now. */
 	if (d.effect == CTL_START ||
 	    (d.effect == CTL_STOP && d.why == STOP_MANUAL))
 		supervisor_reload(sv, "start", true);
 	if (d.want != 0)
-		sv->want = d.want;
+		sv->grp.want = d.want;
 	if (d.want_exit)
-		sv->want_exit = sv->rz.stopping = true;
+		sv->grp.want_exit = sv->rdzv.rz.stopping = true;
 	switch (d.effect) {
 	case CTL_NONE:
 		break;
@@ -138,16 +138,16 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 		 * and a group to come starts thawed.
 		 */
 		if (d.paused != -1 && sv->cg.on) {
-			if (sv->state == G_RUNNING &&
-			    cgroup_freeze(sv, d.paused == 1) == 0) {
-				sv->paused = d.paused;
+			if (sv->grp.state == G_RUNNING &&
+			    cgroup_freeze(&sv->cg, d.paused == 1) == 0) {
+				sv->grp.paused = d.paused;
 				report_group(sv);
 			}
 			break;
 		}
 		group_signal(sv, d.signo);
 		if (d.paused != -1) {
-			sv->paused = d.paused;
+			sv->grp.paused = d.paused;
 			report_group(sv);
 		}
 		break;
@@ -155,9 +155,9 @@ command(struct supervisor *sv, unsigned char c, unsigned n)
 		group_go_down(sv);
 		break;
 	case CTL_EXIT:
-		if (sv->state == G_BACKOFF || sv->state == G_JOINING)
+		if (sv->grp.state == G_BACKOFF || sv->grp.state == G_JOINING)
 			group_go_down(sv);
-		supervisor_exit(sv, sv->exit_code);
+		supervisor_exit(sv, sv->rep.exit_code);
 	}
 }
 

@@ -47,9 +47,9 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 			    "start)", source, sv->cfg->jobdir, ESV_ENV_DIR);
 		return;
 	}
-	notify_reloading(sv, false);
-	r = config_reload(sv->cfg, sv->argc, sv->argv, sv->environ, err,
-	    sizeof(err), kept, sv);
+	notify_reloading(sv->notify, false);
+	r = config_reload(sv->cfg, sv->env.argc, sv->env.argv, sv->env.environ,
+	    err, sizeof(err), kept, sv);
 	if (r == -1) {
 		warn_msg("reload (%s): %s: the running configuration is kept",
 		    source, err);
@@ -57,8 +57,8 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 		    "source", source, "changed", 0, "error", err));
 	} else {
 		if (r == 1) {
-			sv->job_name = sv->cfg->argv[0];
-			resolve_python(sv);
+			sv->rep.job_name = sv->cfg->argv[0];
+			resolve_python(&sv->env, sv->cfg);
 			info_msg("reload (%s): the command or [env] changed: the "
 			    "next start runs %s", source, sv->cfg->argv[0]);
 		} else if (!quiet)
@@ -67,5 +67,5 @@ supervisor_reload(struct supervisor *sv, const char *source, bool quiet)
 		events_log(sv, "config.reload", json_pack("{ss sb}", "source",
 		    source, "changed", r == 1));
 	}
-	notify_reloading(sv, true);
+	notify_reloading(sv->notify, true);
 }

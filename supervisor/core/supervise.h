@@ -16,7 +16,6 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/types.h>
-#include <sys/un.h>
 
 #include "backoff.h"
 #include "cgstat.h"
@@ -172,51 +171,14 @@ struct store_run {
 	char			 where[300];
 };
 
-/* Readiness for systemd and s6 (report/notify.c). */
-struct readiness {
-	int			 fd;		/* datagram socket, or -1 */
-	struct sockaddr_un	 addr;
-	socklen_t		 addrlen;
-	char			 name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-	bool			 failed;
-	long long		 watchdog_ms;	/* 0: no WATCHDOG=1 */
-	struct watch		 wdw;
-	int			 s6_fd;		/* -1 once written */
-	bool			 ready;
-	char			 status[256];
-};
+/* Readiness for systemd and s6: report/notify.c's own, opaque here. */
+struct readiness;
 
-struct supervisor {
-	struct job_config	*cfg;
-	char			**environ;
-	int			 jobfd;		/* JOBDIR */
-	int			 lockfd, grouplockfd;
-	/* Waiting for SIGKILLed processes to let go of group.lock. */
-	bool			 draining;
-	long long		 drain_deadline;
-	int			 guardlockfd;	/* guardian.lock, shared with it */
-	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
-	struct control_fifo	 ctl;
-	struct event_log	 events;
-	struct lines_lost	 log_lines;
-
-	struct guardian_run	 guard;
-	struct watchdog_run	 wd;
-	struct healthd_run	 hd;
-	struct store_run	 st;
-
-	struct loop		 loop;
-	struct watch		 sigw, timerw;
-
-	struct rdzv_params	 rzp;	/* what rz knows of the job */
-	struct rdzv		 rz;
-	struct rdzv_round	 round;
-	bool			 have_round;
-
-	/* Children from before exec (a caller's sidecar): never killed. */
-	pid_t			*inherited;
-	size_t			 ninherited;
-
+/*
+ * The group's lifecycle and its workers (state/; control/ and main.c set
+ * want, want_exit and paused, as fsm_control and the signals decide).
+ */
+struct group_run {
 	struct worker		*workers;
 	unsigned		 nworkers;
 	unsigned		 alive;
@@ -240,40 +202,105 @@ struct supervisor {
 	double			 since;
 	long long		 attempt_started_ms;
 	long long		 next_start_wall;	/* for the state file */
-
-	struct group_counts	 counts;
 	struct backoff		 backoff;
 
 	struct worker_failure	*failures;
 	size_t			 nfailures;
 
-	/* The log base, this run's and this attempt's directory: by fd. */
+	/* Children from before exec (a caller's sidecar): never killed. */
+	pid_t			*inherited;
+	size_t			 ninherited;
+};
+
+/*
+ * The log base, this run's and this attempt's directory, by fd and by
+ * name (state/attempt.c); spawn/ and report/ write into the attempt's.
+ */
+struct log_dirs {
 	int			 logfd, runfd, attemptfd;
 	char			 log_base[PATH_MAX];
 	char			 run_dir[PATH_MAX];
 	char			 attempt_dir[PATH_MAX];
+};
+
+/*
+ * What a start is made from (spawn/startenv.c; main.c and control/reload.c
+ * keep the command line and environ).
+ */
+struct start_env {
+	char			**environ;
+	/* The command line, read again by a reload (reload.c). */
+	int			 argc;
+	char			**argv;
+	/* The workers' base environment for this start: environ with
+	 * JOBDIR/env/ applied, NULL between starts. */
+	char			**vars;
+	size_t			 nvars;
 	char			 python[PATH_MAX];
-	struct host_lookup	 host;
+	struct rlimit		 nofile;	/* the workers' (rlim_max 0: ours) */
+};
+
+/* supervise/lock, group.lock and guardian.lock (contain/holders.c, main.c). */
+struct locks {
+	int			 lockfd, grouplockfd;
+	/* Waiting for SIGKILLed processes to let go of group.lock (state/). */
+	bool			 draining;
+	long long		 drain_deadline;
+	int			 guardlockfd;	/* guardian.lock, shared with it */
+	dev_t			 lock_dev;	/* identity of group.lock */
+	ino_t			 lock_ino;
+};
+
+/*
+ * The rendezvous (main.c opens rz, state/ takes its rounds, a stop by
+ * control/ or state/ marks it stopping).
+ */
+struct round_state {
+	struct rdzv_params	 rzp;	/* what rz knows of the job */
+	struct rdzv		 rz;
+	struct rdzv_round	 round;
+	bool			 have_round;
+};
+
+/*
+ * What the reports say of the job as a whole and how far the workers'
+ * files are written (state/group.c; main.c and control/reload.c set
+ * job_name); report/ reads it.
+ */
+struct report_cursor {
 	const char		*job_name;	/* the summary's title */
 	int			 exit_code;
 	unsigned		 report_next;	/* next worker whose files to write */
 	bool			 report_pending;
 	double			 pid_since;	/* runit's record: last start or stop */
-	dev_t			 lock_dev;	/* identity of group.lock */
-	ino_t			 lock_ino;
-
-	/* The command line, read again by a reload (reload.c). */
-	int			 argc;
-	char			**argv;
-	/* The workers' base environment for this start: environ with
-	 * JOBDIR/env/ applied (reload.c), NULL between starts. */
-	char			**start_env;
-	size_t			 start_env_len;
 	double			 started_wall;	/* the supervisor's start */
+};
 
+/* The supervisor: one part per concern, and what all of them share. */
+struct supervisor {
+	struct job_config	*cfg;
+	int			 jobfd;		/* JOBDIR */
+	struct loop		 loop;
+	struct watch		 sigw, timerw;
+
+	struct group_run	 grp;
+	struct group_counts	 counts;
+	struct round_state	 rdzv;
+	struct log_dirs		 dirs;
+	struct start_env	 env;
+	struct locks		 locks;
+	struct report_cursor	 rep;
+
+	struct control_fifo	 ctl;
+	struct event_log	 events;
+	struct lines_lost	 log_lines;
+	struct host_lookup	 host;
+	struct readiness	*notify;
 	struct cgroups		 cg;
-
-	struct readiness	 notify;
+	struct guardian_run	 guard;
+	struct watchdog_run	 wd;
+	struct healthd_run	 hd;
+	struct store_run	 st;
 };
 
 #endif

@@ -42,9 +42,9 @@ helper_spawn(struct supervisor *sv, const char *prog, const char *subdir,
 }
 
 void
-helper_lost(struct supervisor *sv, struct watch *w)
+helper_lost(struct loop *loop, struct watch *w)
 {
-	loop_del(&sv->loop, w);
+	loop_del(loop, w);
 	close(w->fd);
 	w->fd = -1;
 }

@@ -22,11 +22,12 @@ void	store_stop(struct store_run *st);
 bool	store_linger(struct supervisor *sv);
 /* A child was reaped: was it the store, and was it the one kept? */
 enum store_exit { STORE_NOT_OURS, STORE_REAPED, STORE_LINGER_OVER };
-enum store_exit store_exited(struct supervisor *sv, pid_t pid, int status);
+enum store_exit store_exited(struct store_run *st, pid_t pid, int status);
 
 /* run_watchdogd.c: the supervisor's side of esv-watchdogd */
 void	watchdog_setup(struct supervisor *sv);
-void	watchdog_pids(struct supervisor *sv);
+void	watchdog_pids(const struct watchdog_run *wd,
+	    const struct group_run *g);
 void	watchdog_died(struct supervisor *sv, int status);
 void	watchdog_timer(struct watch *w, uint32_t events);
 void	watchdog_stop(struct supervisor *sv);
@@ -40,7 +41,7 @@ int	helper_spawn(struct supervisor *sv, const char *prog,
 	    const char *subdir, const char *envvar, char *argv[],
 	    bool stdout_to_stderr, pid_t *pid, struct watch *w, watch_fn *fn);
 /* Stop watching w and close it. */
-void	helper_lost(struct supervisor *sv, struct watch *w);
+void	helper_lost(struct loop *loop, struct watch *w);
 /*
  * Read what a helper daemon sent on fd into buf (len bytes kept
  * of an unfinished line) and hand each whole line, without its newline,
@@ -53,6 +54,6 @@ int	helper_read_lines(struct supervisor *sv, int fd, char *buf,
 void	healthd_setup(struct supervisor *sv);
 void	healthd_died(struct supervisor *sv, int status);
 void	healthd_timer(struct watch *w, uint32_t events);
-void	healthd_stop(struct supervisor *sv);
+void	healthd_stop(struct healthd_run *hd, struct loop *loop);
 
 #endif

@@ -89,7 +89,7 @@ hd_read(struct watch *w, uint32_t events)
 	(void)events;
 	if (helper_read_lines(sv, w->fd, sv->hd.in, sizeof(sv->hd.in),
 	    &sv->hd.inlen, hd_line) == -1)
-		helper_lost(sv, &sv->hd.w);
+		helper_lost(&sv->loop, &sv->hd.w);
 }
 
 /* SIGCHLD said our health server died. */
@@ -102,7 +102,7 @@ healthd_died(struct supervisor *sv, int status)
 	sv->hd.pid = 0;
 	sv->hd.where[0] = '\0';
 	if (sv->hd.w.fd != -1)
-		helper_lost(sv, &sv->hd.w);
+		helper_lost(&sv->loop, &sv->hd.w);
 	report_group(sv);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == ESV_EXIT_USAGE) {
 		warn_msg("esv-healthd refused its settings (see above): "
@@ -132,12 +132,12 @@ healthd_timer(struct watch *w, uint32_t events)
 
 /* An orderly end: "exit" says so, where a bare hang-up means a crash. */
 void
-healthd_stop(struct supervisor *sv)
+healthd_stop(struct healthd_run *hd, struct loop *loop)
 {
-	if (sv->hd.w.fd != -1) {
-		(void)send(sv->hd.w.fd, "exit\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
-		helper_lost(sv, &sv->hd.w);
+	if (hd->w.fd != -1) {
+		(void)send(hd->w.fd, "exit\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+		helper_lost(loop, &hd->w);
 	}
-	if (sv->hd.pid > 0)
-		kill(sv->hd.pid, SIGTERM);
+	if (hd->pid > 0)
+		kill(hd->pid, SIGTERM);
 }

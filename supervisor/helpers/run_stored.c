@@ -110,7 +110,7 @@ store_prepare(struct supervisor *sv)
 	    (cfg->master_port_set || cfg->nnodes_max != 1);
 	unsigned port = 0;
 
-	sv->rz.offer_port = 0;
+	sv->rdzv.rz.offer_port = 0;
 	if (!cfg->agent_store)
 		return 0;
 	store_drop(&sv->st);
@@ -122,7 +122,7 @@ store_prepare(struct supervisor *sv)
 		    fixed ? cfg->master_port : 0);
 		return -1;
 	}
-	sv->rz.offer_port = port;
+	sv->rdzv.rz.offer_port = port;
 	return 0;
 }
 
@@ -147,14 +147,14 @@ store_round(struct supervisor *sv)
 	char *argv[] = { path, "--listen-fd", "3", "--parent", parent,
 	    "--max-conns-per-addr", peraddr, "--allow-file", allow,
 	    "--state-file", state, NULL };
-	const char *m = sv->round.members;
+	const char *m = sv->rdzv.round.members;
 	int e;
 
 	if (!sv->cfg->agent_store)
 		return 0;
-	sv->round.use_agent_store = true;
-	if (sv->round.ranks.group_rank != 0 || sv->st.fd == -1 ||
-	    sv->round.master_port != sv->rz.offer_port) {
+	sv->rdzv.round.use_agent_store = true;
+	if (sv->rdzv.round.ranks.group_rank != 0 || sv->st.fd == -1 ||
+	    sv->rdzv.round.master_port != sv->rdzv.rz.offer_port) {
 		store_drop(&sv->st);
 		return 0;
 	}
@@ -172,8 +172,8 @@ store_round(struct supervisor *sv)
 		argv[9] = NULL;		/* counts unsaid rather than no store */
 	if (one_node(sv->cfg)) {
 		/* Bound to 127.0.0.1: the workers must be told that. */
-		strlcpy(sv->round.master_addr, "127.0.0.1",
-		    sizeof(sv->round.master_addr));
+		strlcpy(sv->rdzv.round.master_addr, "127.0.0.1",
+		    sizeof(sv->rdzv.round.master_addr));
 		m = "";
 	}
 	/*
@@ -185,7 +185,7 @@ store_round(struct supervisor *sv)
 		memmove(&argv[7], &argv[9], 3 * sizeof(argv[0]));
 		warn_msg("agent store: the %s rendezvous did not name round "
 		    "%u's nodes: any host may connect",
-		    sv->cfg->rdzv_backend, sv->round.round);
+		    sv->cfg->rdzv_backend, sv->rdzv.round.round);
 	} else if (pathf(allow, sizeof(allow), "%s/%s", sv->cfg->jobdir,
 	    ESV_STORE_ALLOW) == -1 || atomic_write(allow, m, strlen(m),
 	    0644) == -1) {
@@ -204,7 +204,7 @@ store_round(struct supervisor *sv)
 		return -1;
 	}
 	snprintf(sv->st.where, sizeof(sv->st.where), "%s:%u",
-	    sv->round.master_addr, sv->round.master_port);
+	    sv->rdzv.round.master_addr, sv->rdzv.round.master_port);
 	info_msg("agent store: esv-stored (pid %d) serves the workers at %s",
 	    (int)sv->st.pid, sv->st.where);
 	return 0;
@@ -249,23 +249,23 @@ store_linger(struct supervisor *sv)
  * group waits for.
  */
 enum store_exit
-store_exited(struct supervisor *sv, pid_t pid, int status)
+store_exited(struct store_run *st, pid_t pid, int status)
 {
-	if (pid != sv->st.pid || pid <= 0)
+	if (pid != st->pid || pid <= 0)
 		return STORE_NOT_OURS;
-	if (sv->st.lingering) {
-		sv->st.pid = 0;
-		sv->st.lingering = false;
-		sv->st.where[0] = '\0';
+	if (st->lingering) {
+		st->pid = 0;
+		st->lingering = false;
+		st->where[0] = '\0';
 		info_msg("agent store: no client left: it is gone");
 		return STORE_LINGER_OVER;
 	}
-	if (!sv->st.stopping)
+	if (!st->stopping)
 		warn_msg("agent store: esv-stored (pid %d) ended (status 0x%x) "
 		    "while the workers run: they will fail without it",
 		    (int)pid, status);
-	sv->st.pid = 0;
-	sv->st.stopping = false;
-	sv->st.where[0] = '\0';
+	st->pid = 0;
+	st->stopping = false;
+	st->where[0] = '\0';
 	return STORE_REAPED;
 }

@@ -56,7 +56,7 @@ wd_spawn(struct supervisor *sv)
 		return;
 	sv->wd.started_ms = mono_ms();
 	sv->wd.inlen = 0;
-	watchdog_pids(sv);
+	watchdog_pids(&sv->wd, &sv->grp);
 }
 
 void
@@ -95,22 +95,22 @@ watchdog_setup(struct supervisor *sv)
  * A worker without one is not listed: its timers are refused.
  */
 void
-watchdog_pids(struct supervisor *sv)
+watchdog_pids(const struct watchdog_run *wd, const struct group_run *g)
 {
 	pid_t pids[ESV_MAX_NPROC];
 	int fds[ESV_MAX_NPROC];
 	size_t n = 0;
 	unsigned i;
 
-	if (sv->wd.w.fd == -1)
+	if (wd->w.fd == -1)
 		return;
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pid > 0 && sv->workers[i].pidfd != -1) {
-			pids[n] = sv->workers[i].pid;
-			fds[n++] = sv->workers[i].pidfd;
+	for (i = 0; i < g->nworkers; i++)
+		if (g->workers[i].pid > 0 && g->workers[i].pidfd != -1) {
+			pids[n] = g->workers[i].pid;
+			fds[n++] = g->workers[i].pidfd;
 		}
 	/* A few bytes per pid: the socket buffer takes thousands. */
-	if (wdchan_send_pids(sv->wd.w.fd, pids, fds, n) == -1)
+	if (wdchan_send_pids(wd->w.fd, pids, fds, n) == -1)
 		warn_sys("unable to tell the watchdog the workers");
 }
 
@@ -154,7 +154,7 @@ wd_read(struct watch *w, uint32_t events)
 	(void)events;
 	if (helper_read_lines(sv, w->fd, sv->wd.in, sizeof(sv->wd.in),
 	    &sv->wd.inlen, wd_line) == -1)
-		helper_lost(sv, &sv->wd.w);
+		helper_lost(&sv->loop, &sv->wd.w);
 }
 
 /* SIGCHLD said our watchdog died: a new one, with the current workers. */
@@ -171,7 +171,7 @@ watchdog_died(struct supervisor *sv, int status)
 	    (int)sv->wd.pid));
 	sv->wd.pid = 0;
 	if (sv->wd.w.fd != -1)
-		helper_lost(sv, &sv->wd.w);
+		helper_lost(&sv->loop, &sv->wd.w);
 	if (ran < WD_RESTART_MS) {
 		timer_arm_ms(sv->wd.timer.fd, WD_RESTART_MS - ran);
 		return;
@@ -212,7 +212,7 @@ watchdog_stop(struct supervisor *sv)
 		wd_read(&sv->wd.w, EPOLLIN);
 	}
 	if (sv->wd.w.fd != -1)
-		helper_lost(sv, &sv->wd.w);
+		helper_lost(&sv->loop, &sv->wd.w);
 	if (sv->wd.pid > 0)
 		kill(sv->wd.pid, SIGTERM);
 	unlink(sv->wd.fifo);

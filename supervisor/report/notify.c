@@ -24,38 +24,54 @@
 #include "msg.h"
 #include "report.h"
 
-static void
-send_text(struct supervisor *sv, const char *text)
-{
-	ssize_t n;
+/* Only this file sees it; main.c holds the pointer notify_claim_fd gives. */
+struct readiness {
+	int			 fd;		/* datagram socket, or -1 */
+	struct sockaddr_un	 addr;
+	socklen_t		 addrlen;
+	char			 name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	bool			 failed;
+	long long		 watchdog_ms;	/* 0: no WATCHDOG=1 */
+	struct watch		 wdw;
+	int			 s6_fd;		/* -1 once written */
+	bool			 ready;
+	char			 status[256];
+};
 
-	if (sv->notify.fd == -1)
+static struct readiness readiness;
+
+static void
+send_text(struct readiness *n, const char *text)
+{
+	ssize_t sent;
+
+	if (n->fd == -1)
 		return;
-	n = sendto(sv->notify.fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL,
-	    (struct sockaddr *)&sv->notify.addr, sv->notify.addrlen);
-	if (n == -1 && !sv->notify.failed) {
-		warn_sys("unable to notify %s (said once)", sv->notify.name);
-		sv->notify.failed = true;
-	} else if (n != -1)
-		sv->notify.failed = false;
+	sent = sendto(n->fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL,
+	    (struct sockaddr *)&n->addr, n->addrlen);
+	if (sent == -1 && !n->failed) {
+		warn_sys("unable to notify %s (said once)", n->name);
+		n->failed = true;
+	} else if (sent != -1)
+		n->failed = false;
 }
 
 static void
 on_watchdog(struct watch *w, uint32_t events)
 {
-	struct supervisor *sv = w->ctx;
+	struct readiness *n = w->ctx;
 
 	(void)events;
 	timer_ack(w->fd);
 	/* This handler running is the proof that the loop is alive. */
-	send_text(sv, "WATCHDOG=1");
-	timer_arm_ms(w->fd, sv->notify.watchdog_ms);
+	send_text(n, "WATCHDOG=1");
+	timer_arm_ms(w->fd, n->watchdog_ms);
 }
 
 static int
-notify_address(struct supervisor *sv, const char *path)
+notify_address(struct readiness *n, const char *path)
 {
-	struct sockaddr_un *sun = &sv->notify.addr;
+	struct sockaddr_un *sun = &n->addr;
 	size_t len = strlen(path);
 
 	memset(sun, 0, sizeof(*sun));
@@ -66,13 +82,13 @@ notify_address(struct supervisor *sv, const char *path)
 	memcpy(sun->sun_path, path, len);
 	if (path[0] == '@')
 		sun->sun_path[0] = '\0';	/* Linux's abstract namespace */
-	sv->notify.addrlen = offsetof(struct sockaddr_un, sun_path) + len +
+	n->addrlen = offsetof(struct sockaddr_un, sun_path) + len +
 	    (path[0] == '/');
 	return 0;
 }
 
 void
-notify_setup(struct supervisor *sv)
+notify_setup(struct readiness *n, struct loop *loop)
 {
 	const char *sock = getenv("NOTIFY_SOCKET");
 	const char *usec = getenv("WATCHDOG_USEC");
@@ -80,14 +96,14 @@ notify_setup(struct supervisor *sv)
 	unsigned long long us = 0;
 	char *end;
 
-	sv->notify.fd = -1;
-	sv->notify.wdw.fd = -1;
+	n->fd = -1;
+	n->wdw.fd = -1;
 	if (sock != NULL && sock[0] != '\0') {
-		strlcpy(sv->notify.name, sock, sizeof(sv->notify.name));
-		if (notify_address(sv, sock) == -1)
+		strlcpy(n->name, sock, sizeof(n->name));
+		if (notify_address(n, sock) == -1)
 			warn_msg("NOTIFY_SOCKET=%s: not a socket path (/...) "
 			    "or abstract name (@...): no readiness", sock);
-		else if ((sv->notify.fd = socket(AF_UNIX, SOCK_DGRAM |
+		else if ((n->fd = socket(AF_UNIX, SOCK_DGRAM |
 		    SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) == -1)
 			warn_sys("NOTIFY_SOCKET: unable to create a socket");
 	}
@@ -100,20 +116,20 @@ notify_setup(struct supervisor *sv)
 		else if (wpid != NULL && strtol(wpid, NULL, 10) != getpid())
 			us = 0;		/* meant for another process */
 		else {
-			sv->notify.watchdog_ms = (long long)(us / 2000);
-			if (sv->notify.watchdog_ms < 1)
-				sv->notify.watchdog_ms = 1;
+			n->watchdog_ms = (long long)(us / 2000);
+			if (n->watchdog_ms < 1)
+				n->watchdog_ms = 1;
 		}
 	}
 	unsetenv("NOTIFY_SOCKET");
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");
-	if (sv->notify.fd != -1 && sv->notify.watchdog_ms > 0) {
-		sv->notify.wdw = (struct watch){ .fn = on_watchdog, .ctx = sv };
-		if ((sv->notify.wdw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
-		    loop_add(&sv->loop, &sv->notify.wdw, EPOLLIN) == -1)
+	if (n->fd != -1 && n->watchdog_ms > 0) {
+		n->wdw = (struct watch){ .fn = on_watchdog, .ctx = n };
+		if ((n->wdw.fd = timer_open(CLOCK_MONOTONIC)) == -1 ||
+		    loop_add(loop, &n->wdw, EPOLLIN) == -1)
 			die(ESV_EXIT_SYSTEM, "unable to create a timer");
-		timer_arm_ms(sv->notify.wdw.fd, sv->notify.watchdog_ms);
+		timer_arm_ms(n->wdw.fd, n->watchdog_ms);
 	}
 }
 
@@ -121,19 +137,21 @@ notify_setup(struct supervisor *sv)
  * s6: the fd must be open, and is ours alone (close-on-exec).  Checked
  * before the supervisor opens anything, which could take its number.
  */
-void
-notify_claim_fd(struct supervisor *sv)
+struct readiness *
+notify_claim_fd(const struct job_config *cfg)
 {
-	int fd = (int)sv->cfg->notification_fd;
+	struct readiness *n = &readiness;
+	int fd = (int)cfg->notification_fd;
 
-	sv->notify.s6_fd = -1;
+	n->s6_fd = -1;
 	if (fd == 0)
-		return;
+		return n;
 	if (fcntl(fd, F_GETFD) == -1)
 		diex(ESV_EXIT_USAGE, "--notification-fd %d: not an open file "
 		    "descriptor", fd);
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	sv->notify.s6_fd = fd;
+	n->s6_fd = fd;
+	return n;
 }
 
 /* The group runs after its rendezvous: ready, once. */
@@ -143,17 +161,17 @@ notify_ready(struct supervisor *sv)
 	char text[512];
 
 	notify_status(sv);
-	if (sv->notify.ready)
+	if (sv->notify->ready)
 		return;
-	sv->notify.ready = true;
-	snprintf(text, sizeof(text), "READY=1\nSTATUS=%s", sv->notify.status);
-	send_text(sv, text);
-	if (sv->notify.s6_fd != -1) {
-		if (write(sv->notify.s6_fd, "\n", 1) != 1)
+	sv->notify->ready = true;
+	snprintf(text, sizeof(text), "READY=1\nSTATUS=%s", sv->notify->status);
+	send_text(sv->notify, text);
+	if (sv->notify->s6_fd != -1) {
+		if (write(sv->notify->s6_fd, "\n", 1) != 1)
 			warn_sys("unable to write to the notification fd %d",
-			    sv->notify.s6_fd);
-		close(sv->notify.s6_fd);
-		sv->notify.s6_fd = -1;
+			    sv->notify->s6_fd);
+		close(sv->notify->s6_fd);
+		sv->notify->s6_fd = -1;
 	}
 }
 
@@ -161,28 +179,28 @@ notify_ready(struct supervisor *sv)
 void
 notify_status(struct supervisor *sv)
 {
-	char line[sizeof(sv->notify.status)], text[sizeof(line) + 8];
+	char line[sizeof(sv->notify->status)], text[sizeof(line) + 8];
 
-	if (sv->notify.fd == -1)
+	if (sv->notify->fd == -1)
 		return;
-	if (sv->state == G_RUNNING)
+	if (sv->grp.state == G_RUNNING)
 		snprintf(line, sizeof(line), "running: %u workers, attempt %u, "
-		    "restart %u/%u", sv->alive, sv->counts.attempt,
+		    "restart %u/%u", sv->grp.alive, sv->counts.attempt,
 		    sv->counts.restart_count, sv->cfg->max_restarts);
 	else
 		snprintf(line, sizeof(line), "%s: attempt %u, restart %u/%u",
-		    group_state_name(sv->state), sv->counts.attempt,
+		    group_state_name(sv->grp.state), sv->counts.attempt,
 		    sv->counts.restart_count, sv->cfg->max_restarts);
-	if (strcmp(line, sv->notify.status) == 0)
+	if (strcmp(line, sv->notify->status) == 0)
 		return;
-	strlcpy(sv->notify.status, line, sizeof(sv->notify.status));
+	strlcpy(sv->notify->status, line, sizeof(sv->notify->status));
 	snprintf(text, sizeof(text), "STATUS=%s", line);
-	send_text(sv, text);
+	send_text(sv->notify, text);
 }
 
 /* systemd's Type=notify-reload wants the time with RELOADING=1. */
 void
-notify_reloading(struct supervisor *sv, bool done)
+notify_reloading(struct readiness *n, bool done)
 {
 	struct timespec ts;
 	char text[128];
@@ -192,13 +210,13 @@ notify_reloading(struct supervisor *sv, bool done)
 		snprintf(text, sizeof(text), "RELOADING=1\nMONOTONIC_USEC=%llu",
 		    (unsigned long long)ts.tv_sec * 1000000ULL +
 		    (unsigned long long)ts.tv_nsec / 1000);
-		send_text(sv, text);
-	} else if (sv->notify.ready)
-		send_text(sv, "READY=1");
+		send_text(n, text);
+	} else if (n->ready)
+		send_text(n, "READY=1");
 }
 
 void
-notify_stopping(struct supervisor *sv)
+notify_stopping(struct readiness *n)
 {
-	send_text(sv, "STOPPING=1");
+	send_text(n, "STOPPING=1");
 }

@@ -48,26 +48,26 @@ report_runit(struct supervisor *sv)
 	struct runit_status st;
 	uint8_t rec[RUNIT_STATUS_LEN];
 	char stat[128], pid[32];
-	bool up = sv->alive > 0;
+	bool up = sv->grp.alive > 0;
 
 	memset(&st, 0, sizeof(st));
 	/* sv(8) waits for this stamp to move: only a start or stop may. */
-	st.since.tv_sec = (time_t)sv->pid_since;
-	st.since.tv_nsec = (long)((sv->pid_since - (double)st.since.tv_sec) *
-	    1e9);
-	st.pid = up ? (uint32_t)sv->workers[0].last_pid : 0;
-	st.paused = sv->paused;
-	st.want = sv->want == 'd' ? 'd' : 'u';
-	st.got_term = sv->state == G_STOPPING;
+	st.since.tv_sec = (time_t)sv->rep.pid_since;
+	st.since.tv_nsec = (long)((sv->rep.pid_since -
+	    (double)st.since.tv_sec) * 1e9);
+	st.pid = up ? (uint32_t)sv->grp.workers[0].last_pid : 0;
+	st.paused = sv->grp.paused;
+	st.want = sv->grp.want == 'd' ? 'd' : 'u';
+	st.got_term = sv->grp.state == G_STOPPING;
 	st.state = up ? RUNIT_RUN : RUNIT_DOWN;
 	runit_status_pack(rec, &st);
 	write_at(sv, ESV_STATUS, rec, sizeof(rec));
 
 	snprintf(stat, sizeof(stat), "%s%s%s%s%s\n", up ? "run" : "down",
-	    sv->paused ? ", paused" : "",
-	    sv->state == G_STOPPING ? ", got TERM" : "",
-	    up && sv->want == 'd' ? ", want down" : "",
-	    sv->want_exit ? ", want exit" : "");
+	    sv->grp.paused ? ", paused" : "",
+	    sv->grp.state == G_STOPPING ? ", got TERM" : "",
+	    up && sv->grp.want == 'd' ? ", want down" : "",
+	    sv->grp.want_exit ? ", want exit" : "");
 	write_at(sv, ESV_STAT, stat, strlen(stat));
 	if (up)
 		snprintf(pid, sizeof(pid), "%d\n", (int)st.pid);
@@ -90,8 +90,8 @@ add_pid_list(struct supervisor *sv, struct kvbuf *kb, const char *key,
 		kb->failed = 1;
 		return;
 	}
-	for (i = 0; i < sv->nworkers; i++) {
-		p = pgids ? sv->workers[i].pgid : sv->workers[i].pid;
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		p = pgids ? sv->grp.workers[i].pgid : sv->grp.workers[i].pid;
 		if (p > 0)
 			fprintf(fp, "%s%d", len > 0 || ftell(fp) > 0 ? " " : "",
 			    (int)p);
@@ -104,7 +104,7 @@ add_pid_list(struct supervisor *sv, struct kvbuf *kb, const char *key,
 void
 report_group(struct supervisor *sv)
 {
-	const struct rank_assignment *r = &sv->round.ranks;
+	const struct rank_assignment *r = &sv->rdzv.round.ranks;
 	const struct job_config *cfg = sv->cfg;
 	struct kvbuf kb = { 0 };
 	struct rdzv_status rs;
@@ -113,12 +113,12 @@ report_group(struct supervisor *sv)
 
 	report_runit(sv);
 	notify_status(sv);
-	want = sv->want_exit ? "exit" : sv->want == 'd' ? "down" :
-	    sv->want == 'o' ? "once" : "up";
-	kv_add(&kb, JK(STATE), group_state_name(sv->state));
+	want = sv->grp.want_exit ? "exit" : sv->grp.want == 'd' ? "down" :
+	    sv->grp.want == 'o' ? "once" : "up";
+	kv_add(&kb, JK(STATE), group_state_name(sv->grp.state));
 	kv_add(&kb, JK(WANT), want);
-	kv_addf(&kb, JK(PAUSED), "%d", sv->paused);
-	kv_addf(&kb, JK(SINCE), "%.6f", sv->since);
+	kv_addf(&kb, JK(PAUSED), "%d", sv->grp.paused);
+	kv_addf(&kb, JK(SINCE), "%.6f", sv->grp.since);
 	kv_addf(&kb, JK(SUPERVISOR_PID), "%d", (int)getpid());
 	kv_addf(&kb, JK(ATTEMPT), "%u", sv->counts.attempt);
 	kv_addf(&kb, JK(RESTART_COUNT), "%u", sv->counts.restart_count);
@@ -127,11 +127,11 @@ report_group(struct supervisor *sv)
 	kv_add(&kb, JK(RUN_ID), cfg->run_id);
 	kv_add(&kb, JK(ROLE), cfg->role);
 	kv_add(&kb, JK(RDZV_BACKEND), cfg->rdzv_backend);
-	rdzv_status(&sv->rz, &rs);
+	rdzv_status(&sv->rdzv.rz, &rs);
 	kv_add(&kb, JK(RDZV_ENDPOINT), rs.endpoint);
 	kv_addf(&kb, JK(RDZV_CONNECTED), "%d", rs.connected);
-	if (sv->have_round)
-		kv_addf(&kb, JK(RDZV_ROUND), "%u", sv->round.round);
+	if (sv->rdzv.have_round)
+		kv_addf(&kb, JK(RDZV_ROUND), "%u", sv->rdzv.round.round);
 	else
 		kv_add(&kb, JK(RDZV_ROUND), "");
 	kv_addf(&kb, JK(RDZV_PARTICIPANTS), "%u", rs.participants);
@@ -152,21 +152,22 @@ report_group(struct supervisor *sv)
 	kv_addf(&kb, JK(LOCAL_WORLD_SIZE), "%u", r->local_world_size);
 	kv_addf(&kb, JK(WORLD_SIZE), "%u", r->world_size);
 	kv_addf(&kb, JK(BASE_RANK), "%u", r->base_rank);
-	kv_add(&kb, JK(MASTER_ADDR), sv->round.master_addr);
-	if (sv->have_round)
-		kv_addf(&kb, JK(MASTER_PORT), "%u", sv->round.master_port);
+	kv_add(&kb, JK(MASTER_ADDR), sv->rdzv.round.master_addr);
+	if (sv->rdzv.have_round)
+		kv_addf(&kb, JK(MASTER_PORT), "%u", sv->rdzv.round.master_port);
 	else
 		kv_add(&kb, JK(MASTER_PORT), "");
 	add_pid_list(sv, &kb, JK(PIDS), false);
 	add_pid_list(sv, &kb, JK(PGIDS), true);
-	kv_add(&kb, JK(ATTEMPT_DIR), sv->attempt_dir);
-	if (sv->state == G_BACKOFF)
-		kv_addf(&kb, JK(NEXT_START), "%.3f", sv->next_start_wall / 1000.0);
+	kv_add(&kb, JK(ATTEMPT_DIR), sv->dirs.attempt_dir);
+	if (sv->grp.state == G_BACKOFF)
+		kv_addf(&kb, JK(NEXT_START), "%.3f",
+		    sv->grp.next_start_wall / 1000.0);
 	else
 		kv_add(&kb, JK(NEXT_START), "");
-	if (sv->state == G_SUCCEEDED || sv->state == G_FAILED ||
-	    sv->state == G_FINISHING)
-		kv_addf(&kb, JK(EXIT_CODE), "%d", sv->exit_code);
+	if (sv->grp.state == G_SUCCEEDED || sv->grp.state == G_FAILED ||
+	    sv->grp.state == G_FINISHING)
+		kv_addf(&kb, JK(EXIT_CODE), "%d", sv->rep.exit_code);
 	else
 		kv_add(&kb, JK(EXIT_CODE), "");
 	kv_add(&kb, JK(CONTAINMENT), sv->cg.on ? "cgroup2" : "process-groups");
@@ -177,9 +178,10 @@ report_group(struct supervisor *sv)
 
 	/* For a successor after our kill -9 (see take_group_lock). */
 	kv_reset(&kb);
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pgid > 0)
-			kv_addf(&kb, "pgid", "%d", (int)sv->workers[i].pgid);
+	for (i = 0; i < sv->grp.nworkers; i++)
+		if (sv->grp.workers[i].pgid > 0)
+			kv_addf(&kb, "pgid", "%d",
+			    (int)sv->grp.workers[i].pgid);
 	write_at(sv, ESV_PGIDS, kb.buf ? kb.buf + 0 : "", kb.len);
 	kv_free(&kb);
 }
@@ -198,11 +200,11 @@ report_setup(struct supervisor *sv)
 	char dir[64];
 	unsigned i;
 
-	for (i = 0; i < sv->nworkers; i++) {
+	for (i = 0; i < sv->grp.nworkers; i++) {
 		snprintf(dir, sizeof(dir), "%s/%u", ESV_WORKERS_DIR, i);
-		sv->workers[i].dir_ok = mkdirat(sv->jobfd, dir, 0755) == 0 ||
-		    errno == EEXIST;
-		if (!sv->workers[i].dir_ok)
+		sv->grp.workers[i].dir_ok =
+		    mkdirat(sv->jobfd, dir, 0755) == 0 || errno == EEXIST;
+		if (!sv->grp.workers[i].dir_ok)
 			warn_sys("unable to create %s/%s", sv->cfg->jobdir, dir);
 	}
 }
@@ -226,17 +228,18 @@ report_worker(struct supervisor *sv, struct worker *wk)
 
 	if (worker_dir(wk, dir, sizeof(dir)) == -1)
 		return;
-	if (ctl_error_path(err, sizeof(err), sv->attempt_dir,
+	if (ctl_error_path(err, sizeof(err), sv->dirs.attempt_dir,
 	    wk->local_rank) == -1 ||
 	    ctl_error_path(rel, sizeof(rel), NULL, wk->local_rank) == -1 ||
-	    sv->attemptfd == -1 || faccessat(sv->attemptfd, rel, F_OK,
+	    sv->dirs.attemptfd == -1 || faccessat(sv->dirs.attemptfd, rel, F_OK,
 	    AT_SYMLINK_NOFOLLOW) != 0)
 		err[0] = '\0';
 	kv_add(&kb, WK(STATE), worker_state_names[wk->state]);
 	kv_addf(&kb, WK(LOCAL_RANK), "%u", wk->local_rank);
-	kv_addf(&kb, WK(RANK), "%u", sv->round.ranks.base_rank + wk->local_rank);
+	kv_addf(&kb, WK(RANK), "%u",
+	    sv->rdzv.round.ranks.base_rank + wk->local_rank);
 	kv_addf(&kb, WK(ROLE_RANK), "%u",
-	    sv->round.ranks.base_role_rank + wk->local_rank);
+	    sv->rdzv.round.ranks.base_role_rank + wk->local_rank);
 	kv_addf(&kb, WK(PID), "%d", (int)wk->last_pid);
 	kv_addf(&kb, WK(PGID), "%d", (int)wk->last_pid);
 	kv_addf(&kb, WK(ATTEMPT), "%u", sv->counts.attempt);
@@ -261,7 +264,7 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	 * cgroup by esv-ctl and esv-healthd; the supervisor writes them once,
 	 * at the exit.
 	 */
-	cgroup_worker_path(sv, wk, cgpath, sizeof(cgpath));
+	cgroup_worker_path(&sv->cg, wk, cgpath, sizeof(cgpath));
 	kv_add(&kb, WK(CGROUP), gone ? "" : cgpath);
 	add_count(&kb, WK(CGROUP_CPU_BASE), gone || cgpath[0] == '\0' ? -1 :
 	    wk->cg_cpu_base);
@@ -281,7 +284,7 @@ report_worker(struct supervisor *sv, struct worker *wk)
 	pathf(path, sizeof(path), "%s/%s", dir, ESV_ERROR_FILE);
 	if (err[0] != '\0' && gone) {
 		size_t len;
-		char *text = read_text_at(sv->attemptfd, rel, O_NOFOLLOW,
+		char *text = read_text_at(sv->dirs.attemptfd, rel, O_NOFOLLOW,
 		    16 * 1024 * 1024, &len);
 
 		if (text != NULL && atomic_write_at(sv->jobfd, path, text, len,
@@ -359,38 +362,38 @@ report_env(struct supervisor *sv, struct worker *wk, char **own,
 }
 
 void
-event_broadcast(struct supervisor *sv, char ev)
+event_broadcast(const struct job_config *cfg, char ev)
 {
 	char path[PATH_MAX];
 
-	pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, ESV_EVENT_DIR);
+	pathf(path, sizeof(path), "%s/%s", cfg->jobdir, ESV_EVENT_DIR);
 	fifodir_broadcast(path, ev);
 }
 
 void
 report_failure(struct supervisor *sv, bool final)
 {
-	const char *name = sv->job_name;
+	const char *name = sv->rep.job_name;
 	const char *dest;
 	char *json;
 	size_t root;
 
-	if (sv->nfailures == 0)
+	if (sv->grp.nfailures == 0)
 		return;
-	json = failure_summary_json(name, sv->host.name, sv->failures,
-	    sv->nfailures);
+	json = failure_summary_json(name, sv->host.name, sv->grp.failures,
+	    sv->grp.nfailures);
 	if (json != NULL) {
 		write_at(sv, ESV_FAILURE, json, strlen(json));
 		free(json);
 	}
 	if (!final)
 		return;
-	failure_summary_text(stderr, name, sv->host.name, sv->failures,
-	    sv->nfailures);
+	failure_summary_text(stderr, name, sv->host.name, sv->grp.failures,
+	    sv->grp.nfailures);
 	fflush(stderr);
-	root = failure_root_cause(sv->failures, sv->nfailures);
-	dest = env_lookup(sv->environ, "TORCHELASTIC_ERROR_FILE");
+	root = failure_root_cause(sv->grp.failures, sv->grp.nfailures);
+	dest = env_lookup(sv->env.environ, "TORCHELASTIC_ERROR_FILE");
 	if (dest != NULL && dest[0] != '\0' &&
-	    failure_copy_root_cause(dest, &sv->failures[root]) == -1)
+	    failure_copy_root_cause(dest, &sv->grp.failures[root]) == -1)
 		warn_sys("unable to write %s", dest);
 }

@@ -22,7 +22,8 @@ void	report_worker(struct supervisor *sv, struct worker *wk);
 /* Returns -1 if interrupted because stop(sv) said so between files. */
 int	report_env(struct supervisor *sv, struct worker *wk, char **own,
 	    bool (*stop)(struct supervisor *));
-void	event_broadcast(struct supervisor *sv, char ev);
+/* Wake the waiters of JOBDIR/event/ with ev. */
+void	event_broadcast(const struct job_config *cfg, char ev);
 void	report_failure(struct supervisor *sv, bool final);
 
 /* events.c: fields is a jansson object (or NULL), consumed. */
@@ -32,12 +33,12 @@ void	events_log(struct supervisor *sv, const char *name,
 	    struct json_t *fields);
 
 /* notify.c: readiness for systemd and s6. */
-void	notify_claim_fd(struct supervisor *sv);
-void	notify_setup(struct supervisor *sv);
+struct readiness *notify_claim_fd(const struct job_config *cfg);
+void	notify_setup(struct readiness *n, struct loop *loop);
 void	notify_ready(struct supervisor *sv);
 void	notify_status(struct supervisor *sv);
-void	notify_reloading(struct supervisor *sv, bool done);
-void	notify_stopping(struct supervisor *sv);
+void	notify_reloading(struct readiness *n, bool done);
+void	notify_stopping(struct readiness *n);
 
 /*
  * hostname.c: the host's canonical name for the failure summary, looked

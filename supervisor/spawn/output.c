@@ -174,10 +174,10 @@ open_log(struct supervisor *sv, struct worker *wk, const char *name)
 	 * nothing may be there to truncate.
 	 */
 	snprintf(rel, sizeof(rel), "%u/%s", wk->local_rank, name);
-	fd = openat(sv->attemptfd, rel, O_WRONLY | O_CREAT | O_EXCL |
+	fd = openat(sv->dirs.attemptfd, rel, O_WRONLY | O_CREAT | O_EXCL |
 	    O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd == -1)
-		warn_sys("unable to open %s/%s", sv->attempt_dir, rel);
+		warn_sys("unable to open %s/%s", sv->dirs.attempt_dir, rel);
 	return fd;
 }
 
@@ -241,7 +241,7 @@ output_open(struct supervisor *sv, struct worker *wk, int fds[2])
 	fds[0] = fds[1] = -1;
 	snprintf(lr, sizeof(lr), "%u", wk->local_rank);
 	snprintf(rank, sizeof(rank), "%u",
-	    sv->round.ranks.base_rank + wk->local_rank);
+	    sv->rdzv.round.ranks.base_rank + wk->local_rank);
 	/* Built once per attempt, and only where a stream is tee'd. */
 	free(wk->prefix);
 	wk->prefix = NULL;

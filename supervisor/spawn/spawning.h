@@ -12,13 +12,14 @@
 #include "supervise.h"
 
 /* startenv.c: what a start reads again (the interpreter, JOBDIR/env/). */
-void	resolve_python(struct supervisor *sv);
+void	resolve_python(struct start_env *se, const struct job_config *cfg);
 
 /*
- * Build sv->start_env for the start that comes (JOBDIR/env/); -1 with one
- * line in err if env/ or a file in it is not trusted: no start then.
+ * Build se->vars for the start that comes (JOBDIR/env/ in jobfd); -1 with
+ * one line in err if env/ or a file in it is not trusted: no start then.
  */
-int	start_env_build(struct supervisor *sv, char *err, size_t errlen);
+int	start_env_build(struct start_env *se, const struct job_config *cfg,
+	    int jobfd, char *err, size_t errlen);
 
 /* output.c */
 int	output_open(struct supervisor *sv, struct worker *wk, int fds[2]);

@@ -19,12 +19,11 @@
 
 /* torchrun resolves its interpreter once a start; so do we, and fail early. */
 void
-resolve_python(struct supervisor *sv)
+resolve_python(struct start_env *se, const struct job_config *cfg)
 {
-	const struct job_config *cfg = sv->cfg;
 	char *path, *dir, *save;
 
-	strlcpy(sv->python, cfg->python, sizeof(sv->python));
+	strlcpy(se->python, cfg->python, sizeof(se->python));
 	if (cfg->no_python || strchr(cfg->python, '/') != NULL)
 		return;
 	if ((path = getenv("PATH")) == NULL || (path = strdup(path)) == NULL)
@@ -35,7 +34,7 @@ resolve_python(struct supervisor *sv)
 
 		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir,
 		    cfg->python) < sizeof(cand) && access(cand, X_OK) == 0) {
-			strlcpy(sv->python, cand, sizeof(sv->python));
+			strlcpy(se->python, cand, sizeof(se->python));
 			break;
 		}
 	}
@@ -43,14 +42,14 @@ resolve_python(struct supervisor *sv)
 }
 
 static void
-start_env_free(struct supervisor *sv)
+start_env_free(struct start_env *se)
 {
-	struct envbuf eb = { sv->start_env, sv->start_env_len,
-	    sv->start_env_len + 1 };
+	struct envbuf eb = { se->vars, se->nvars,
+	    se->nvars + 1 };
 
 	envbuf_free(&eb);
-	sv->start_env = NULL;
-	sv->start_env_len = 0;
+	se->vars = NULL;
+	se->nvars = 0;
 }
 
 /*
@@ -60,17 +59,18 @@ start_env_free(struct supervisor *sv)
  * would start the workers with an environment nobody meant either.
  */
 int
-start_env_build(struct supervisor *sv, char *err, size_t errlen)
+start_env_build(struct start_env *se, const struct job_config *cfg,
+    int jobfd, char *err, size_t errlen)
 {
 	struct envbuf eb = { 0 };
 	char path[PATH_MAX];
 	int fd, r = 0;
 
-	start_env_free(sv);
-	if (envbuf_copy(&eb, sv->environ) == -1)
+	start_env_free(se);
+	if (envbuf_copy(&eb, se->environ) == -1)
 		die(ESV_EXIT_SYSTEM, "unable to build the environment");
-	pathf(path, sizeof(path), "%s/%s", sv->cfg->jobdir, ESV_ENV_DIR);
-	fd = openat(sv->jobfd, ESV_ENV_DIR, O_RDONLY | O_DIRECTORY |
+	pathf(path, sizeof(path), "%s/%s", cfg->jobdir, ESV_ENV_DIR);
+	fd = openat(jobfd, ESV_ENV_DIR, O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1 && errno != ENOENT)
 		warn_sys("%s: not read", path);
@@ -87,7 +87,7 @@ start_env_build(struct supervisor *sv, char *err, size_t errlen)
 	if (eb.vars == NULL &&
 	    (eb.vars = calloc(1, sizeof(*eb.vars))) == NULL)
 		die(ESV_EXIT_SYSTEM, "unable to build the environment");
-	sv->start_env = eb.vars;
-	sv->start_env_len = eb.len;
+	se->vars = eb.vars;
+	se->nvars = eb.len;
 	return 0;
 }

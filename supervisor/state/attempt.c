@@ -59,9 +59,10 @@ logs_setup(struct supervisor *sv)
 		pathf(base, sizeof(base), "%s/%s", sv->cfg->jobdir,
 		    ESV_DEFAULT_LOG_DIR);
 	/* log_base: others read these paths, from other directories. */
-	sv->logfd = trust_open_dir(base, TRUST_MKDIR | TRUST_STICKY_OK, 0755,
-	    sv->log_base, sizeof(sv->log_base), why, sizeof(why));
-	if (sv->logfd == -1) {
+	sv->dirs.logfd = trust_open_dir(base, TRUST_MKDIR | TRUST_STICKY_OK,
+	    0755, sv->dirs.log_base, sizeof(sv->dirs.log_base), why,
+	    sizeof(why));
+	if (sv->dirs.logfd == -1) {
 		int code = errno == EPERM ? ESV_EXIT_USAGE : ESV_EXIT_SYSTEM;
 		size_t n = strlen(base);
 
@@ -88,28 +89,29 @@ make_run_dir(struct supervisor *sv)
 			rnd[i] = set[arc4random_uniform(sizeof(set) - 1)];
 		rnd[8] = '\0';
 		if (pathf(name, sizeof(name), "%s_%s", sv->cfg->run_id,
-		    rnd) == -1 || pathf(sv->run_dir, sizeof(sv->run_dir),
-		    "%s/%s", sv->log_base, name) == -1)
+		    rnd) == -1 || pathf(sv->dirs.run_dir,
+		    sizeof(sv->dirs.run_dir), "%s/%s", sv->dirs.log_base,
+		    name) == -1)
 			break;
-		if (mkdirat(sv->logfd, name, 0700) == 0) {
-			sv->runfd = openat(sv->logfd, name, O_RDONLY |
+		if (mkdirat(sv->dirs.logfd, name, 0700) == 0) {
+			sv->dirs.runfd = openat(sv->dirs.logfd, name, O_RDONLY |
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sv->runfd == -1)
+			if (sv->dirs.runfd == -1)
 				break;
 			/* Nobody can swap it in a trusted base: make sure. */
-			if (fstat(sv->runfd, &st) == 0 &&
+			if (fstat(sv->dirs.runfd, &st) == 0 &&
 			    st.st_uid == geteuid())
 				return 0;
-			close(sv->runfd);
-			sv->runfd = -1;
+			close(sv->dirs.runfd);
+			sv->dirs.runfd = -1;
 			errno = EPERM;
 			break;
 		}
 		if (errno != EEXIST)
 			break;
 	}
-	warn_sys("unable to create a run directory in %s", sv->log_base);
-	sv->run_dir[0] = '\0';
+	warn_sys("unable to create a run directory in %s", sv->dirs.log_base);
+	sv->dirs.run_dir[0] = '\0';
 	return -1;
 }
 
@@ -127,11 +129,11 @@ prepare_attempt_dir(struct supervisor *sv)
 	char name[48], sub[16];
 	unsigned i, n;
 
-	if (sv->runfd == -1 && make_run_dir(sv) == -1)
+	if (sv->dirs.runfd == -1 && make_run_dir(sv) == -1)
 		return -1;
-	if (sv->attemptfd != -1)
-		close(sv->attemptfd);
-	sv->attemptfd = -1;
+	if (sv->dirs.attemptfd != -1)
+		close(sv->dirs.attemptfd);
+	sv->dirs.attemptfd = -1;
 	for (n = 0; ; n++) {
 		if (n == 0)
 			snprintf(name, sizeof(name), "attempt_%u",
@@ -139,25 +141,26 @@ prepare_attempt_dir(struct supervisor *sv)
 		else
 			snprintf(name, sizeof(name), "attempt_%u.%u",
 			    sv->counts.restart_count, n);
-		pathf(sv->attempt_dir, sizeof(sv->attempt_dir), "%s/%s",
-		    sv->run_dir, name);
-		if (mkdirat(sv->runfd, name, 0755) == 0)
+		pathf(sv->dirs.attempt_dir, sizeof(sv->dirs.attempt_dir),
+		    "%s/%s", sv->dirs.run_dir, name);
+		if (mkdirat(sv->dirs.runfd, name, 0755) == 0)
 			break;
 		if (errno != EEXIST || n == UINT_MAX - 1) {
-			warn_sys("unable to create %s", sv->attempt_dir);
+			warn_sys("unable to create %s", sv->dirs.attempt_dir);
 			return -1;
 		}
 	}
-	sv->attemptfd = openat(sv->runfd, name, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
-	if (sv->attemptfd == -1) {
-		warn_sys("unable to open %s", sv->attempt_dir);
+	sv->dirs.attemptfd = openat(sv->dirs.runfd, name, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sv->dirs.attemptfd == -1) {
+		warn_sys("unable to open %s", sv->dirs.attempt_dir);
 		return -1;
 	}
-	for (i = 0; i < sv->nworkers; i++) {
+	for (i = 0; i < sv->grp.nworkers; i++) {
 		snprintf(sub, sizeof(sub), "%u", i);
-		if (mkdirat(sv->attemptfd, sub, 0755) == -1) {
-			warn_sys("unable to create %s/%s", sv->attempt_dir, sub);
+		if (mkdirat(sv->dirs.attemptfd, sub, 0755) == -1) {
+			warn_sys("unable to create %s/%s",
+			    sv->dirs.attempt_dir, sub);
 			return -1;
 		}
 	}
@@ -178,7 +181,7 @@ worker_argv(struct supervisor *sv, unsigned local_rank)
 	if ((av = calloc(cfg->argc + 4, sizeof(*av))) == NULL)
 		return NULL;
 	if (!cfg->no_python) {
-		av[n++] = strdup(sv->python);
+		av[n++] = strdup(sv->env.python);
 		av[n++] = strdup("-u");
 		if (cfg->module)
 			av[n++] = strdup("-m");
@@ -310,9 +313,9 @@ spawn_worker(struct supervisor *sv, struct worker *wk, char **envp)
 	static char *stack;
 	static const char birth[] = "its cgroup (died at birth)";
 	const size_t stack_size = 256 * 1024;
-	struct spawn_args a = { .envp = envp, .lockfd = sv->grouplockfd,
+	struct spawn_args a = { .envp = envp, .lockfd = sv->locks.grouplockfd,
 	    .guardianfd = sv->guard.fd, .sigdef = ignored_signals(),
-	    .nofile = &sv->nofile };
+	    .nofile = &sv->env.nofile };
 	const char *step = "clone";
 	int fds[2], i, e;
 	pid_t pid;
@@ -401,7 +404,7 @@ out:
 	worker_pidfd(wk, pid);
 	wk->state = W_RUNNING;
 	wk->exited = 0;
-	sv->alive++;
+	sv->grp.alive++;
 	output_started(sv, wk);
 	return 0;
 }

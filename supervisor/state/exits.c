@@ -47,7 +47,7 @@ start_error(struct supervisor *sv, struct worker *wk)
 		    wk->spawn_step, strerror(wk->exec_errno));
 	else
 		snprintf(buf, sizeof(buf), "unable to exec %s: %s",
-		    sv->cfg->no_python ? sv->cfg->argv[0] : sv->python,
+		    sv->cfg->no_python ? sv->cfg->argv[0] : sv->env.python,
 		    strerror(wk->exec_errno));
 	return buf;
 }
@@ -58,34 +58,35 @@ record_failure(struct supervisor *sv, struct worker *wk)
 	struct worker_failure *nf;
 	char path[PATH_MAX], rel[32];
 
-	nf = reallocarray(sv->failures, sv->nfailures + 1, sizeof(*nf));
+	nf = reallocarray(sv->grp.failures, sv->grp.nfailures + 1, sizeof(*nf));
 	if (nf == NULL) {
 		warn_sys("unable to record a failure");
 		return;
 	}
-	sv->failures = nf;
-	if (ctl_error_path(path, sizeof(path), sv->attempt_dir,
+	sv->grp.failures = nf;
+	if (ctl_error_path(path, sizeof(path), sv->dirs.attempt_dir,
 	    wk->local_rank) == -1)
 		path[0] = '\0';
 	ctl_error_path(rel, sizeof(rel), NULL, wk->local_rank);
-	if (failure_init_at(&nf[sv->nfailures], wk->local_rank,
-	    sv->round.ranks.base_rank + wk->local_rank, wk->last_pid,
-	    wk->exitcode, sv->attemptfd, sv->attemptfd != -1 ? rel : NULL,
-	    O_NOFOLLOW, path, (time_t)wk->exited) == -1)
+	if (failure_init_at(&nf[sv->grp.nfailures], wk->local_rank,
+	    sv->rdzv.round.ranks.base_rank + wk->local_rank, wk->last_pid,
+	    wk->exitcode, sv->dirs.attemptfd,
+	    sv->dirs.attemptfd != -1 ? rel : NULL, O_NOFOLLOW, path,
+	    (time_t)wk->exited) == -1)
 		return;
 	/* A bare SIGKILL says nothing; the memory controller knows more. */
-	(void)failure_note_oom(&nf[sv->nfailures], wk->cg.oom_kill,
+	(void)failure_note_oom(&nf[sv->grp.nfailures], wk->cg.oom_kill,
 	    wk->cg.memory_peak);
 	/* torch's generic hint would hide the one thing the user needs. */
 	if (wk->exec_errno != 0) {
 		char *msg = strdup(start_error(sv, wk));
 
 		if (msg != NULL) {
-			free(nf[sv->nfailures].message);
-			nf[sv->nfailures].message = msg;
+			free(nf[sv->grp.nfailures].message);
+			nf[sv->grp.nfailures].message = msg;
 		}
 	}
-	sv->nfailures++;
+	sv->grp.nfailures++;
 }
 
 /* One line per worker exit, for the init system's logger. */
@@ -103,7 +104,7 @@ worker_exit_line(struct supervisor *sv, const struct worker *wk)
 	else
 		snprintf(how, sizeof(how), "exited %d", wk->exitcode);
 	info_msg("worker %u (rank %u, pid %d) %s after %.1f s: %s",
-	    wk->local_rank, sv->round.ranks.base_rank + wk->local_rank,
+	    wk->local_rank, sv->rdzv.round.ranks.base_rank + wk->local_rank,
 	    (int)wk->last_pid, how, wk->exited - wk->started,
 	    wk->state == W_SUCCEEDED ? "succeeded" :
 	    wk->state == W_FAILED ? "failed" : "stopped");
@@ -116,13 +117,13 @@ flush_exits(struct supervisor *sv)
 	unsigned i, exits = 0;
 	json_t *ev;
 
-	for (i = 0; i < sv->nworkers; i++) {
-		wk = &sv->workers[i];
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		wk = &sv->grp.workers[i];
 		if (!wk->exit_pending)
 			continue;
 		wk->exit_pending = false;
 		exits++;
-		cgroup_worker_stats(sv, wk);
+		cgroup_worker_stats(&sv->cg, wk);
 		if (wk->exec_errno != 0)
 			warn_msg("worker %u: %s", wk->local_rank,
 			    start_error(sv, wk));
@@ -140,7 +141,7 @@ flush_exits(struct supervisor *sv)
 		}
 		ev = json_pack("{si si si si ss ss}",
 		    "local_rank", wk->local_rank, "rank",
-		    sv->round.ranks.base_rank + wk->local_rank, "pid",
+		    sv->rdzv.round.ranks.base_rank + wk->local_rank, "pid",
 		    wk->last_pid, "exitcode", wk->exitcode, "signal",
 		    wk->exitcode < 0 ? sig_name(-wk->exitcode) : "", "state",
 		    wk->state == W_SUCCEEDED ? "succeeded" :
@@ -164,7 +165,7 @@ flush_exits(struct supervisor *sv)
 	}
 	/* Before the pid can be reused: the dead worker's timers go. */
 	if (exits > 0)
-		watchdog_pids(sv);
+		watchdog_pids(&sv->wd, &sv->grp);
 	/*
 	 * supervise/state lists the live workers' pids: a worker that
 	 * succeeded while the others run leaves it now, not whenever the
@@ -172,6 +173,6 @@ flush_exits(struct supervisor *sv)
 	 * told of a pid that may be another process's by then).  While the
 	 * start's reports are still being written, their last step does it.
 	 */
-	if (exits > 0 && !sv->report_pending)
+	if (exits > 0 && !sv->rep.report_pending)
 		report_group(sv);
 }

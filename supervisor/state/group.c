@@ -43,8 +43,8 @@
 void
 group_enter(struct supervisor *sv, enum group_state st)
 {
-	sv->state = st;
-	sv->since = wall_now();
+	sv->grp.state = st;
+	sv->grp.since = wall_now();
 }
 
 void
@@ -57,34 +57,34 @@ set_state(struct supervisor *sv, enum group_state st)
 void
 supervisor_exit(struct supervisor *sv, int code)
 {
-	sv->rz.stopping = true;
-	notify_stopping(sv);
+	sv->rdzv.rz.stopping = true;
+	notify_stopping(sv->notify);
 	watchdog_stop(sv);
-	healthd_stop(sv);
+	healthd_stop(&sv->hd, &sv->loop);
 	events_log(sv, "supervisor.exit", json_pack("{si}", "exit_code", code));
-	while (sv->report_pending)
+	while (sv->rep.report_pending)
 		group_report_step(sv, false);
 	report_group(sv);
-	event_broadcast(sv, ESV_EVENT_EXIT);
+	event_broadcast(sv->cfg, ESV_EVENT_EXIT);
 	/* After the barrier: the other nodes' workers are done with it. */
 	store_stop(&sv->st);
-	rdzv_close(&sv->rz, sv->state == G_SUCCEEDED ||
-	    sv->state == G_FAILED || sv->state == G_FINISHING);
+	rdzv_close(&sv->rdzv.rz, sv->grp.state == G_SUCCEEDED ||
+	    sv->grp.state == G_FAILED || sv->grp.state == G_FINISHING);
 	/*
 	 * No worker is left: let go of the lock before the guardian sees EOF,
 	 * so that its search for lock holders finds nobody, not us.
 	 */
-	group_lock_release(sv);
+	group_lock_release(&sv->locks);
 	cgroup_cleanup(sv);
 	close(sv->guard.fd);
 	/* The last line: how the job ended, for whoever reads the log. */
 	info_msg("exit %d: job %s after %u attempt%s (restarts: %u after "
 	    "failures, %u manual, %u membership) in %.1f s", code,
-	    code == ESV_EXIT_OK ? "succeeded" : sv->state == G_FAILED ?
+	    code == ESV_EXIT_OK ? "succeeded" : sv->grp.state == G_FAILED ?
 	    "failed" : code == ESV_EXIT_FAILED ? "stopped" : "ended by an error",
 	    sv->counts.attempt, sv->counts.attempt == 1 ? "" : "s", sv->counts.restart_count,
 	    sv->counts.manual_restarts, sv->counts.membership_restarts,
-	    wall_now() - sv->started_wall);
+	    wall_now() - sv->rep.started_wall);
 	exit(code);
 }
 
@@ -93,12 +93,12 @@ attempt_info(struct supervisor *sv, struct attempt_info *ai)
 {
 	memset(ai, 0, sizeof(*ai));
 	ai->cfg = sv->cfg;
-	ai->ranks = sv->round.ranks;
-	ai->master_addr = sv->round.master_addr;
-	ai->master_port = sv->round.master_port;
+	ai->ranks = sv->rdzv.round.ranks;
+	ai->master_addr = sv->rdzv.round.master_addr;
+	ai->master_port = sv->rdzv.round.master_port;
 	ai->restart_count = sv->counts.restart_count;
-	ai->attempt_dir = sv->attempt_dir;
-	ai->use_agent_store = sv->round.use_agent_store;
+	ai->attempt_dir = sv->dirs.attempt_dir;
+	ai->use_agent_store = sv->rdzv.round.use_agent_store;
 	ai->timer_file = sv->wd.fifo_fd != -1 ? sv->wd.fifo : NULL;
 }
 
@@ -106,9 +106,9 @@ static void
 refuse_start(struct supervisor *sv, int code, const char *why)
 {
 	warn_msg("unable to start the worker group: %s", why);
-	sv->exit_code = code;
+	sv->rep.exit_code = code;
 	set_state(sv, G_FAILED);
-	event_broadcast(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv->cfg, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, code);
 }
 
@@ -125,15 +125,15 @@ fail_to_start(struct supervisor *sv, const char *why)
 void
 group_start(struct supervisor *sv)
 {
-	sv->have_round = false;
-	sv->verdict_pending = false;
+	sv->rdzv.have_round = false;
+	sv->grp.verdict_pending = false;
 	group_enter(sv, G_JOINING);
 	if (store_prepare(sv) == -1)
 		fail_to_start(sv, "no port for the agent store");
-	if (rdzv_join(&sv->rz) == -1)
+	if (rdzv_join(&sv->rdzv.rz) == -1)
 		fail_to_start(sv, "rendezvous failed");
 	/* Static rounds complete inside rdzv_join: nothing to show then. */
-	if (sv->state == G_JOINING)
+	if (sv->grp.state == G_JOINING)
 		report_group(sv);
 }
 
@@ -153,12 +153,12 @@ verdict_ms(struct supervisor *sv)
 {
 	/* Alone in its job (--standalone, one node), a node has no peers;
 	 * static nodes have no rounds to end. */
-	if (sv->rzp.nnodes_max <= 1)
+	if (sv->rdzv.rzp.nnodes_max <= 1)
 		return 0;
 	if (strcmp(sv->cfg->rdzv_backend, "esv") == 0)
-		return rdzv_lease_ms(&sv->rzp.rdzv, 0);
+		return rdzv_lease_ms(&sv->rdzv.rzp.rdzv, 0);
 	if (strcmp(sv->cfg->rdzv_backend, "etcd") == 0)
-		return rdzv_lease_ms(&sv->rzp.rdzv, 1);
+		return rdzv_lease_ms(&sv->rdzv.rzp.rdzv, 1);
 	return 0;
 }
 
@@ -169,12 +169,12 @@ verdict_ms(struct supervisor *sv)
 static bool
 verdict_wait(struct supervisor *sv)
 {
-	long long now = mono_ms(), at = sv->failed_at + verdict_ms(sv);
+	long long now = mono_ms(), at = sv->grp.failed_at + verdict_ms(sv);
 
-	if (sv->failed_at == 0 || now >= at || sv->want_exit)
+	if (sv->grp.failed_at == 0 || now >= at || sv->grp.want_exit)
 		return false;
-	sv->verdict_pending = true;
-	sv->stop_reason = STOP_FAILURE;
+	sv->grp.verdict_pending = true;
+	sv->grp.stop_reason = STOP_FAILURE;
 	arm_deadline(sv, at - now);
 	return true;
 }
@@ -187,29 +187,34 @@ group_launch(struct supervisor *sv)
 	char of[16], why[1024];
 	int r;
 
-	if (sv->workers == NULL) {
-		if ((sv->workers = calloc(n, sizeof(*sv->workers))) == NULL)
+	if (sv->grp.workers == NULL) {
+		if ((sv->grp.workers = calloc(n,
+		    sizeof(*sv->grp.workers))) == NULL)
 			die(ESV_EXIT_SYSTEM, "unable to allocate %u workers", n);
-		sv->nworkers = n;
+		sv->grp.nworkers = n;
 		for (i = 0; i < n; i++) {
-			sv->workers[i].local_rank = i;
-			sv->workers[i].out.file = sv->workers[i].err.file = -1;
-			sv->workers[i].out.w.fd = sv->workers[i].err.w.fd = -1;
-			sv->workers[i].pidfd = -1;
-			sv->workers[i].cgfd = sv->workers[i].cgprocs = -1;
+			sv->grp.workers[i].local_rank = i;
+			sv->grp.workers[i].out.file =
+			    sv->grp.workers[i].err.file = -1;
+			sv->grp.workers[i].out.w.fd =
+			    sv->grp.workers[i].err.w.fd = -1;
+			sv->grp.workers[i].pidfd = -1;
+			sv->grp.workers[i].cgfd =
+			    sv->grp.workers[i].cgprocs = -1;
 		}
 		report_setup(sv);
 	}
-	for (i = 0; i < sv->nfailures; i++)
-		failure_free(&sv->failures[i]);
-	sv->nfailures = 0;
-	sv->stop_reason = STOP_NONE;
-	sv->kill_phase = 0;
-	sv->next_start_wall = 0;
+	for (i = 0; i < sv->grp.nfailures; i++)
+		failure_free(&sv->grp.failures[i]);
+	sv->grp.nfailures = 0;
+	sv->grp.stop_reason = STOP_NONE;
+	sv->grp.kill_phase = 0;
+	sv->grp.next_start_wall = 0;
 	if (prepare_attempt_dir(sv) == -1)
 		fail_to_start(sv, "no log directory");
 
-	if (start_env_build(sv, why, sizeof(why)) == -1)
+	if (start_env_build(&sv->env, sv->cfg, sv->jobfd, why,
+	    sizeof(why)) == -1)
 		refuse_start(sv, ESV_EXIT_USAGE, why);
 	attempt_info(sv, &ai);
 	if (group_lock_reclaim(sv) != 0)
@@ -225,43 +230,43 @@ group_launch(struct supervisor *sv)
 	for (i = 0; i < n; i++) {
 		struct envbuf env = { 0 };
 
-		if (workerenv_full(&env, &ai, i, sv->start_env) == -1)
+		if (workerenv_full(&env, &ai, i, sv->env.vars) == -1)
 			die(ESV_EXIT_SYSTEM, "unable to build the environment");
-		r = spawn_worker(sv, &sv->workers[i], env.vars);
+		r = spawn_worker(sv, &sv->grp.workers[i], env.vars);
 		envbuf_free(&env);
 		if (r == -1)
 			break;
 	}
 	/* After a failed start, the rest never ran in this attempt. */
 	while (++i < n) {
-		sv->workers[i].state = W_STOPPED;
-		sv->workers[i].pid = sv->workers[i].last_pid = 0;
+		sv->grp.workers[i].state = W_STOPPED;
+		sv->grp.workers[i].pid = sv->grp.workers[i].last_pid = 0;
 	}
 	guardian_flush(&sv->guard);
-	group_lock_release(sv);
-	watchdog_pids(sv);
+	group_lock_release(&sv->locks);
+	watchdog_pids(&sv->wd, &sv->grp);
 	sv->counts.attempt++;
-	sv->attempt_started_ms = mono_ms();
-	sv->pid_since = wall_now();
+	sv->grp.attempt_started_ms = mono_ms();
+	sv->rep.pid_since = wall_now();
 	group_enter(sv, G_RUNNING);
 	events_log(sv, "group.start", json_pack("{si si si ss si}",
-	    "workers", sv->alive, "base_rank", ai.ranks.base_rank,
+	    "workers", sv->grp.alive, "base_rank", ai.ranks.base_rank,
 	    "world_size", ai.ranks.world_size, "master_addr", ai.master_addr,
 	    "master_port", ai.master_port));
 	/* The files are written from the loop, one worker at a time. */
-	sv->report_next = 0;
-	sv->report_pending = true;
+	sv->rep.report_next = 0;
+	sv->rep.report_pending = true;
 	/* Those that really run: a failed start ends the loop early. */
 	of[0] = '\0';
-	if (sv->alive < n)
+	if (sv->grp.alive < n)
 		snprintf(of, sizeof(of), " of %u", n);
 	info_msg("started %u%s workers (attempt %u, restart %u/%u, ranks "
-	    "%u-%u of %u, master %s:%u), logs in %s", sv->alive, of,
+	    "%u-%u of %u, master %s:%u), logs in %s", sv->grp.alive, of,
 	    sv->counts.attempt, sv->counts.restart_count, sv->cfg->max_restarts,
 	    ai.ranks.base_rank, ai.ranks.base_rank + n - 1,
 	    ai.ranks.world_size, ai.master_addr, ai.master_port,
-	    sv->attempt_dir);
-	if (sv->alive < n) {
+	    sv->dirs.attempt_dir);
+	if (sv->grp.alive < n) {
 		/* A worker could not start: a failure of the whole group. */
 		group_stop(sv, SIGTERM, STOP_FAILURE);
 	}
@@ -291,26 +296,26 @@ group_report_step(struct supervisor *sv, bool yield)
 	struct envbuf own = { 0 };
 	int r = 0;
 
-	if (sv->report_next < sv->nworkers) {
-		wk = &sv->workers[sv->report_next];
+	if (sv->rep.report_next < sv->grp.nworkers) {
+		wk = &sv->grp.workers[sv->rep.report_next];
 		attempt_info(sv, &ai);
 		if (workerenv_own(&own, &ai, wk->local_rank,
-		    sv->start_env != NULL ? sv->start_env : sv->environ) == 0)
+		    sv->env.vars != NULL ? sv->env.vars : sv->env.environ) == 0)
 			r = report_env(sv, wk, own.vars,
 			    yield ? signal_waiting : NULL);
 		envbuf_free(&own);
 		if (r == -1)
 			return;
 		report_worker(sv, wk);
-		sv->report_next++;
+		sv->rep.report_next++;
 	}
-	if (sv->report_next < sv->nworkers)
+	if (sv->rep.report_next < sv->grp.nworkers)
 		return;
-	sv->report_pending = false;
-	if (sv->state != G_RUNNING)
+	sv->rep.report_pending = false;
+	if (sv->grp.state != G_RUNNING)
 		return;
 	report_group(sv);
-	event_broadcast(sv, ESV_EVENT_UP);
+	event_broadcast(sv->cfg, ESV_EVENT_UP);
 	notify_ready(sv);
 }
 
@@ -329,8 +334,8 @@ group_signal(struct supervisor *sv, int signo)
 	struct worker *wk;
 	unsigned i;
 
-	for (i = 0; i < sv->nworkers; i++) {
-		wk = &sv->workers[i];
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		wk = &sv->grp.workers[i];
 		if (wk->pgid <= 1)
 			continue;
 		if (wk->pidfd != -1 && !no_group_signal) {
@@ -362,12 +367,12 @@ finish_cleanup(struct supervisor *sv)
 {
 	unsigned i;
 
-	for (i = 0; i < sv->nworkers; i++) {
-		if (sv->workers[i].pgid > 1)
-			guardian_drop(&sv->guard, sv->workers[i].pgid);
-		sv->workers[i].pgid = 0;
-		worker_pidfd_close(&sv->workers[i]);
-		output_close(sv, &sv->workers[i]);
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		if (sv->grp.workers[i].pgid > 1)
+			guardian_drop(&sv->guard, sv->grp.workers[i].pgid);
+		sv->grp.workers[i].pgid = 0;
+		worker_pidfd_close(&sv->grp.workers[i]);
+		output_close(sv, &sv->grp.workers[i]);
 	}
 	guardian_flush(&sv->guard);
 	/*
@@ -376,11 +381,11 @@ finish_cleanup(struct supervisor *sv)
 	 * is until the exit barrier passes (or is given up) and we exit
 	 * (esv-stored(8)).  A stop ends the round on every node: it goes.
 	 */
-	if (sv->state != G_RUNNING)
+	if (sv->grp.state != G_RUNNING)
 		store_stop(&sv->st);
-	sv->pid_since = wall_now();
+	sv->rep.pid_since = wall_now();
 	set_state(sv, G_DOWN);
-	event_broadcast(sv, ESV_EVENT_DOWN);
+	event_broadcast(sv->cfg, ESV_EVENT_DOWN);
 }
 
 /*
@@ -394,7 +399,7 @@ static void drain_step(struct supervisor *sv);
 void
 group_cgroup_event(struct supervisor *sv)
 {
-	if (sv->draining)
+	if (sv->locks.draining)
 		drain_step(sv);
 }
 
@@ -403,21 +408,21 @@ drain_step(struct supervisor *sv)
 {
 	enum stop_reason why;
 
-	if ((group_lock_retry(sv) == -1 || !cgroup_empty(sv)) &&
-	    mono_ms() < sv->drain_deadline) {
+	if ((group_lock_retry(sv) == -1 || !cgroup_empty(&sv->cg)) &&
+	    mono_ms() < sv->locks.drain_deadline) {
 		arm_deadline(sv, DRAIN_STEP_MS);
 		return;
 	}
-	if (mono_ms() >= sv->drain_deadline)
+	if (mono_ms() >= sv->locks.drain_deadline)
 		warn_msg("processes of the last attempt did not die in %d ms: "
 		    "going on anyway", DRAIN_MS);
-	sv->draining = false;
+	sv->locks.draining = false;
 	finish_cleanup(sv);
-	if ((why = sv->stop_reason) == STOP_NONE) {
+	if ((why = sv->grp.stop_reason) == STOP_NONE) {
 		succeeded(sv);
 		return;
 	}
-	sv->stop_reason = STOP_NONE;
+	sv->grp.stop_reason = STOP_NONE;
 	after_stop_next(sv, why);
 }
 
@@ -430,38 +435,38 @@ group_stop(struct supervisor *sv, int signo, enum stop_reason why)
 		[STOP_EXIT] = "exit", [STOP_MEMBERSHIP] = "membership" };
 
 	/* A frozen group hears nothing: thaw it first. */
-	if (sv->paused)
-		(void)cgroup_freeze(sv, false);
+	if (sv->grp.paused)
+		(void)cgroup_freeze(&sv->cg, false);
 	group_signal(sv, signo);
 	if (signo != SIGCONT && signo != SIGKILL)
 		group_signal(sv, SIGCONT);	/* a paused group must hear it */
-	sv->paused = false;
+	sv->grp.paused = false;
 	/* A stop asked for while a verdict waits (a signal) ends the wait. */
-	if (sv->verdict_pending) {
-		sv->verdict_pending = false;
-		sv->failed_at = 0;
+	if (sv->grp.verdict_pending) {
+		sv->grp.verdict_pending = false;
+		sv->grp.failed_at = 0;
 	}
-	if (why == STOP_FAILURE && sv->failed_at == 0)
-		sv->failed_at = mono_ms();
-	sv->stop_reason = why;
-	sv->stop_signal = signo;
-	sv->kill_phase = signo == SIGKILL ? 1 : 0;
-	sv->fenced = false;
-	sv->kill_at = mono_ms() + (signo == SIGKILL ? KILL_GRACE_MS :
+	if (why == STOP_FAILURE && sv->grp.failed_at == 0)
+		sv->grp.failed_at = mono_ms();
+	sv->grp.stop_reason = why;
+	sv->grp.stop_signal = signo;
+	sv->grp.kill_phase = signo == SIGKILL ? 1 : 0;
+	sv->grp.fenced = false;
+	sv->grp.kill_at = mono_ms() + (signo == SIGKILL ? KILL_GRACE_MS :
 	    (long long)sv->cfg->shutdown_timeout_ms);
 	flush_exits(sv);
 	if (why == STOP_FAILURE)
 		warn_msg("worker group failed (%zu worker%s), stopping it",
-		    sv->nfailures, sv->nfailures == 1 ? "" : "s");
+		    sv->grp.nfailures, sv->grp.nfailures == 1 ? "" : "s");
 	else
 		info_msg("stopping the worker group (%s) with %s",
 		    reasons[why], sig_name(signo));
 	events_log(sv, "group.stop", json_pack("{ss ss}", "reason",
 	    reasons[why], "signal", sig_name(signo)));
 	set_state(sv, G_STOPPING);
-	if (sv->alive == 0) {
+	if (sv->grp.alive == 0) {
 		/* While draining, drain_step goes on with this stop. */
-		if (!sv->draining)
+		if (!sv->locks.draining)
 			after_stop(sv);
 		return;
 	}
@@ -503,10 +508,11 @@ inherited(struct supervisor *sv, pid_t pid, bool drop)
 {
 	size_t i;
 
-	for (i = 0; i < sv->ninherited; i++)
-		if (sv->inherited[i] == pid) {
+	for (i = 0; i < sv->grp.ninherited; i++)
+		if (sv->grp.inherited[i] == pid) {
 			if (drop)
-				sv->inherited[i] = sv->inherited[--sv->ninherited];
+				sv->grp.inherited[i] =
+				    sv->grp.inherited[--sv->grp.ninherited];
 			return true;
 		}
 	return false;
@@ -526,7 +532,7 @@ kill_adopted(struct supervisor *sv)
 	pid_t *pids;
 	size_t i, n;
 
-	rdzv_status(&sv->rz, &rs);
+	rdzv_status(&sv->rdzv.rz, &rs);
 	if ((pids = children_list(&n)) == NULL)
 		return;
 	for (i = 0; i < n; i++)
@@ -559,14 +565,14 @@ finish_attempt(struct supervisor *sv)
 	 * kill is not free (the next start needs new cgroups): only if some
 	 * process is left.
 	 */
-	if (!cgroup_empty(sv))
+	if (!cgroup_empty(&sv->cg))
 		cgroup_kill(sv);
-	if (group_lock_reclaim(sv) == 0 && cgroup_empty(sv)) {
+	if (group_lock_reclaim(sv) == 0 && cgroup_empty(&sv->cg)) {
 		finish_cleanup(sv);
 		return true;
 	}
-	sv->draining = true;
-	sv->drain_deadline = mono_ms() + DRAIN_MS;
+	sv->locks.draining = true;
+	sv->locks.drain_deadline = mono_ms() + DRAIN_MS;
 	arm_deadline(sv, DRAIN_STEP_MS);
 	return false;
 }
@@ -575,26 +581,26 @@ void
 job_over(struct supervisor *sv, enum group_state st)
 {
 	timer_arm_ms(sv->timerw.fd, -1);
-	sv->exit_code = st == G_SUCCEEDED ? ESV_EXIT_OK :
+	sv->rep.exit_code = st == G_SUCCEEDED ? ESV_EXIT_OK :
 	    ESV_EXIT_FAILED;
 	events_log(sv, st == G_SUCCEEDED ? "job.succeeded" : "job.failed",
 	    NULL);
 	set_state(sv, st);
-	event_broadcast(sv, ESV_EVENT_FINISHED);
-	supervisor_exit(sv, sv->exit_code);
+	event_broadcast(sv->cfg, ESV_EVENT_FINISHED);
+	supervisor_exit(sv, sv->rep.exit_code);
 }
 
 static void
 restart_after_failure(struct supervisor *sv)
 {
-	unsigned long long ran = mono_ms() - sv->attempt_started_ms;
+	unsigned long long ran = mono_ms() - sv->grp.attempt_started_ms;
 	unsigned delay;
 
 	report_failure(sv, false);
 	sv->counts.restart_count++;
 	info_msg("worker group failed: restart %u of %u", sv->counts.restart_count,
 	    sv->cfg->max_restarts);
-	delay = backoff_next(&sv->backoff, ran);
+	delay = backoff_next(&sv->grp.backoff, ran);
 	events_log(sv, "group.restart", json_pack("{si}", "delay_ms", delay));
 	/*
 	 * Even without a delay the start is the loop's: when no worker could
@@ -603,7 +609,7 @@ restart_after_failure(struct supervisor *sv)
 	 */
 	if (delay > 0)
 		info_msg("restart delayed by %u ms (backoff)", delay);
-	sv->next_start_wall = (long long)(wall_now() * 1000) + delay;
+	sv->grp.next_start_wall = (long long)(wall_now() * 1000) + delay;
 	set_state(sv, G_BACKOFF);
 	arm_deadline(sv, delay);
 }
@@ -611,11 +617,11 @@ restart_after_failure(struct supervisor *sv)
 void
 after_stop(struct supervisor *sv)
 {
-	enum stop_reason why = sv->stop_reason;
+	enum stop_reason why = sv->grp.stop_reason;
 
 	if (!finish_attempt(sv))
 		return;
-	sv->stop_reason = STOP_NONE;
+	sv->grp.stop_reason = STOP_NONE;
 	after_stop_next(sv, why);
 }
 
@@ -624,9 +630,9 @@ after_stop_next(struct supervisor *sv, enum stop_reason why)
 {
 	if (why == STOP_FAILURE && verdict_wait(sv))
 		return;
-	sv->failed_at = 0;
-	switch (fsm_after_stop(why, sv->want, sv->want_exit, sv->counts.restart_count,
-	    sv->cfg->max_restarts)) {
+	sv->grp.failed_at = 0;
+	switch (fsm_after_stop(why, sv->grp.want, sv->grp.want_exit,
+	    sv->counts.restart_count, sv->cfg->max_restarts)) {
 	case NEXT_EXIT:
 		supervisor_exit(sv, ESV_EXIT_FAILED);
 	case NEXT_FAILED:
@@ -643,7 +649,7 @@ after_stop_next(struct supervisor *sv, enum stop_reason why)
 			    "staying down, restarts %u of %u",
 			    sv->counts.restart_count, sv->cfg->max_restarts);
 		}
-		rdzv_leave(&sv->rz);
+		rdzv_leave(&sv->rdzv.rz);
 		return;
 	case NEXT_START:
 		if (why == STOP_MANUAL)
@@ -658,78 +664,78 @@ void
 group_go_down(struct supervisor *sv)
 {
 	timer_arm_ms(sv->timerw.fd, -1);
-	rdzv_leave(&sv->rz);
+	rdzv_leave(&sv->rdzv.rz);
 	set_state(sv, G_DOWN);
-	event_broadcast(sv, ESV_EVENT_DOWN);
+	event_broadcast(sv->cfg, ESV_EVENT_DOWN);
 }
 
 void
 succeeded(struct supervisor *sv)
 {
-	info_msg("all %u workers succeeded", sv->nworkers);
+	info_msg("all %u workers succeeded", sv->grp.nworkers);
 	/* Leaving now would look like a scale-down to the others. */
-	sv->exit_code = ESV_EXIT_OK;
+	sv->rep.exit_code = ESV_EXIT_OK;
 	set_state(sv, G_FINISHING);
 	if (store_linger(sv)) {
 		arm_deadline(sv, sv->cfg->rdzv.exit_barrier_ms);
 		return;
 	}
-	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
+	rdzv_barrier(&sv->rdzv.rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 
 /* The store kept by store_linger is gone: on to the end. */
 void
 store_gone(struct supervisor *sv)
 {
-	if (sv->state != G_FINISHING)
+	if (sv->grp.state != G_FINISHING)
 		return;
 	arm_deadline(sv, -1);
-	rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
+	rdzv_barrier(&sv->rdzv.rz, sv->cfg->rdzv.exit_barrier_ms);
 }
 
 void
 group_timer(struct supervisor *sv)
 {
-	if (sv->draining) {
+	if (sv->locks.draining) {
 		drain_step(sv);
 		return;
 	}
-	if (sv->verdict_pending) {
-		if (mono_ms() < sv->failed_at + verdict_ms(sv)) {
-			arm_deadline(sv, sv->failed_at + verdict_ms(sv) -
+	if (sv->grp.verdict_pending) {
+		if (mono_ms() < sv->grp.failed_at + verdict_ms(sv)) {
+			arm_deadline(sv, sv->grp.failed_at + verdict_ms(sv) -
 			    mono_ms());
 			return;
 		}
-		sv->verdict_pending = false;
-		sv->stop_reason = STOP_NONE;
-		sv->failed_at = 0;
+		sv->grp.verdict_pending = false;
+		sv->grp.stop_reason = STOP_NONE;
+		sv->grp.failed_at = 0;
 		after_stop_next(sv, STOP_FAILURE);
 		return;
 	}
-	if (sv->state == G_BACKOFF) {
+	if (sv->grp.state == G_BACKOFF) {
 		group_start(sv);
 		return;
 	}
-	if (sv->state == G_FINISHING && sv->st.lingering) {
+	if (sv->grp.state == G_FINISHING && sv->st.lingering) {
 		warn_msg("agent store: workers of other nodes still connected "
 		    "after %u ms (exit_barrier_timeout): stopping it",
 		    sv->cfg->rdzv.exit_barrier_ms);
 		sv->st.lingering = false;
 		store_stop(&sv->st);
-		rdzv_barrier(&sv->rz, sv->cfg->rdzv.exit_barrier_ms);
+		rdzv_barrier(&sv->rdzv.rz, sv->cfg->rdzv.exit_barrier_ms);
 		return;
 	}
-	if (sv->state != G_STOPPING)
+	if (sv->grp.state != G_STOPPING)
 		return;
-	if (sv->kill_phase == 0) {
-		if (sv->fenced)
+	if (sv->grp.kill_phase == 0) {
+		if (sv->grp.fenced)
 			warn_msg("the lease of the workers' ranks ran out: "
-			    "SIGKILL to the %u still alive", sv->alive);
+			    "SIGKILL to the %u still alive", sv->grp.alive);
 		else
 			warn_msg("workers still alive %u ms after %s: sending "
 			    "SIGKILL", sv->cfg->shutdown_timeout_ms,
-			    sig_name(sv->stop_signal));
-		sv->kill_phase = 1;
+			    sig_name(sv->grp.stop_signal));
+		sv->grp.kill_phase = 1;
 		group_signal(sv, SIGKILL);
 		cgroup_kill(sv);
 		arm_deadline(sv, KILL_GRACE_MS);
@@ -737,12 +743,12 @@ group_timer(struct supervisor *sv)
 	}
 	/* Unkillable (D state): do not hang on it as torch 1.13 does. */
 	warn_msg("%u workers did not die %d ms after SIGKILL: giving up on them",
-	    sv->alive, KILL_GRACE_MS);
-	for (unsigned i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pid != 0) {
-			sv->workers[i].pid = 0;
-			sv->workers[i].state = W_STOPPED;
+	    sv->grp.alive, KILL_GRACE_MS);
+	for (unsigned i = 0; i < sv->grp.nworkers; i++)
+		if (sv->grp.workers[i].pid != 0) {
+			sv->grp.workers[i].pid = 0;
+			sv->grp.workers[i].state = W_STOPPED;
 		}
-	sv->alive = 0;
+	sv->grp.alive = 0;
 	after_stop(sv);
 }

@@ -41,9 +41,9 @@ find_worker(struct supervisor *sv, pid_t pid)
 {
 	unsigned i;
 
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].pid == pid)
-			return &sv->workers[i];
+	for (i = 0; i < sv->grp.nworkers; i++)
+		if (sv->grp.workers[i].pid == pid)
+			return &sv->grp.workers[i];
 	return NULL;
 }
 
@@ -56,12 +56,12 @@ worker_exited(struct supervisor *sv, struct worker *wk, int status)
 {
 	wk->pid = 0;
 	wk->exited = wall_now();
-	sv->alive--;
+	sv->grp.alive--;
 	wk->exitcode = WIFSIGNALED(status) ? -WTERMSIG(status) :
 	    WEXITSTATUS(status);
 	if (wk->exitcode == 0)
 		wk->state = W_SUCCEEDED;
-	else if (sv->state == G_STOPPING)
+	else if (sv->grp.state == G_STOPPING)
 		wk->state = W_STOPPED;
 	else
 		wk->state = W_FAILED;
@@ -86,16 +86,17 @@ group_reap(struct supervisor *sv)
 	 * dropped us or restarted the round, and the peers vanished) are a
 	 * membership stop, not a failure.  So the rendezvous speaks first.
 	 */
-	if (sv->state == G_RUNNING)
-		rdzv_check(&sv->rz);
+	if (sv->grp.state == G_RUNNING)
+		rdzv_check(&sv->rdzv.rz);
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == sv->guard.pid) {
 			guardian_died(sv);
 			continue;
 		}
-		if (rdzv_child_exited(&sv->rz, pid, status))
+		if (rdzv_child_exited(&sv->rdzv.rz, pid, status))
 			continue;
-		if ((gone = store_exited(sv, pid, status)) != STORE_NOT_OURS) {
+		if ((gone = store_exited(&sv->st, pid, status)) !=
+		    STORE_NOT_OURS) {
 			if (gone == STORE_LINGER_OVER)
 				store_gone(sv);
 			continue;
@@ -120,23 +121,23 @@ group_reap(struct supervisor *sv)
 		if (wk->state == W_FAILED)
 			failed++;
 	}
-	if (sv->state == G_RUNNING && failed > 0) {
+	if (sv->grp.state == G_RUNNING && failed > 0) {
 		/* The signals first: the rest can wait a few microseconds. */
 		group_stop(sv, SIGTERM, STOP_FAILURE);
 		return;
 	}
 	flush_exits(sv);
-	if (sv->alive > 0 || sv->draining)
+	if (sv->grp.alive > 0 || sv->locks.draining)
 		return;
-	if (sv->state == G_STOPPING) {
+	if (sv->grp.state == G_STOPPING) {
 		after_stop(sv);
 		return;
 	}
-	if (sv->state != G_RUNNING)
+	if (sv->grp.state != G_RUNNING)
 		return;
 	done = true;
-	for (i = 0; i < sv->nworkers; i++)
-		if (sv->workers[i].state != W_SUCCEEDED)
+	for (i = 0; i < sv->grp.nworkers; i++)
+		if (sv->grp.workers[i].state != W_SUCCEEDED)
 			done = false;
 	if (done && finish_attempt(sv))
 		succeeded(sv);

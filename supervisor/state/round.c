@@ -39,10 +39,10 @@
 void
 group_round_ready(struct supervisor *sv, const struct rdzv_round *r)
 {
-	if (sv->state != G_JOINING)
+	if (sv->grp.state != G_JOINING)
 		return;
-	sv->round = *r;
-	sv->have_round = true;
+	sv->rdzv.round = *r;
+	sv->rdzv.have_round = true;
 	events_log(sv, "rdzv.round", json_pack("{si si si so si}", "round",
 	    r->round, "group_rank", r->ranks.group_rank, "group_world_size",
 	    r->ranks.group_world_size, "master_addr", json_text(r->master_addr),
@@ -58,14 +58,14 @@ group_rdzv_failed(struct supervisor *sv, const char *why)
 	warn_msg("rendezvous failed: %s", why);
 	events_log(sv, "rdzv.failed", json_pack("{so}", "reason",
 	    json_text(why)));
-	if (sv->state == G_RUNNING) {
-		sv->want_exit = sv->rz.stopping = true;
+	if (sv->grp.state == G_RUNNING) {
+		sv->grp.want_exit = sv->rdzv.rz.stopping = true;
 		group_stop(sv, SIGTERM, STOP_EXIT);
 		return;
 	}
-	sv->exit_code = ESV_EXIT_FAILED;
+	sv->rep.exit_code = ESV_EXIT_FAILED;
 	set_state(sv, G_FAILED);
-	event_broadcast(sv, ESV_EVENT_FINISHED);
+	event_broadcast(sv->cfg, ESV_EVENT_FINISHED);
 	supervisor_exit(sv, ESV_EXIT_FAILED);
 }
 
@@ -82,20 +82,20 @@ superseded(struct supervisor *sv)
 
 	info_msg("rendezvous: the round ended %lld ms after the first worker "
 	    "failure: a membership change, not a failure",
-	    mono_ms() - sv->failed_at);
+	    mono_ms() - sv->grp.failed_at);
 	events_log(sv, "rdzv.superseded", json_pack("{si sI}", "failures",
-	    (int)sv->nfailures, "after_ms",
-	    (json_int_t)(mono_ms() - sv->failed_at)));
-	for (i = 0; i < sv->nfailures; i++)
-		failure_free(&sv->failures[i]);
-	sv->nfailures = 0;
-	sv->failed_at = 0;
-	if (!sv->verdict_pending) {
-		sv->stop_reason = STOP_MEMBERSHIP;
+	    (int)sv->grp.nfailures, "after_ms",
+	    (json_int_t)(mono_ms() - sv->grp.failed_at)));
+	for (i = 0; i < sv->grp.nfailures; i++)
+		failure_free(&sv->grp.failures[i]);
+	sv->grp.nfailures = 0;
+	sv->grp.failed_at = 0;
+	if (!sv->grp.verdict_pending) {
+		sv->grp.stop_reason = STOP_MEMBERSHIP;
 		return;
 	}
-	sv->verdict_pending = false;
-	sv->stop_reason = STOP_NONE;
+	sv->grp.verdict_pending = false;
+	sv->grp.stop_reason = STOP_NONE;
 	arm_deadline(sv, -1);
 	after_stop_next(sv, STOP_MEMBERSHIP);
 }
@@ -111,17 +111,17 @@ all_done_unreaped(struct supervisor *sv)
 	siginfo_t si;
 	unsigned i;
 
-	if (sv->state != G_RUNNING || sv->alive == 0)
+	if (sv->grp.state != G_RUNNING || sv->grp.alive == 0)
 		return false;
-	for (i = 0; i < sv->nworkers; i++) {
-		if (sv->workers[i].pid == 0) {
-			if (sv->workers[i].state != W_SUCCEEDED)
+	for (i = 0; i < sv->grp.nworkers; i++) {
+		if (sv->grp.workers[i].pid == 0) {
+			if (sv->grp.workers[i].state != W_SUCCEEDED)
 				return false;
 			continue;
 		}
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, sv->workers[i].pid, &si, WEXITED | WNOHANG |
-		    WNOWAIT) == -1 || si.si_pid == 0 ||
+		if (waitid(P_PID, sv->grp.workers[i].pid, &si, WEXITED |
+		    WNOHANG | WNOWAIT) == -1 || si.si_pid == 0 ||
 		    si.si_code != CLD_EXITED || si.si_status != 0)
 			return false;
 	}
@@ -142,7 +142,7 @@ done_meanwhile(struct supervisor *sv)
 	info_msg("rendezvous: the workers all succeeded before this news "
 	    "came: reporting the round done");
 	group_reap(sv);
-	return sv->state != G_RUNNING;
+	return sv->grp.state != G_RUNNING;
 }
 
 /* A node came or went: a new round, free of charge (torch's scale up/down). */
@@ -151,7 +151,7 @@ group_membership_changed(struct supervisor *sv)
 {
 	if (done_meanwhile(sv))
 		return;
-	if (sv->state == G_FINISHING) {
+	if (sv->grp.state == G_FINISHING) {
 		/*
 		 * The round our workers finished was restarted elsewhere: a
 		 * round completes on every node or on none, so they run
@@ -161,7 +161,7 @@ group_membership_changed(struct supervisor *sv)
 		info_msg("rendezvous: the round this node finished was "
 		    "superseded: its workers run again in the next round");
 		events_log(sv, "rdzv.superseded", json_pack("{si}", "round",
-		    sv->round.round));
+		    sv->rdzv.round.round));
 		sv->counts.membership_restarts++;
 		store_stop(&sv->st);
 		group_start(sv);
@@ -169,11 +169,12 @@ group_membership_changed(struct supervisor *sv)
 	}
 	info_msg("rendezvous: membership changed: restarting the group");
 	events_log(sv, "rdzv.membership", NULL);
-	if (sv->state == G_RUNNING)
+	if (sv->grp.state == G_RUNNING)
 		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
-	else if (sv->stop_reason == STOP_FAILURE && sv->failed_at != 0 &&
-	    (sv->state == G_STOPPING || sv->verdict_pending) &&
-	    mono_ms() < sv->failed_at + verdict_ms(sv))
+	else if (sv->grp.stop_reason == STOP_FAILURE &&
+	    sv->grp.failed_at != 0 &&
+	    (sv->grp.state == G_STOPPING || sv->grp.verdict_pending) &&
+	    mono_ms() < sv->grp.failed_at + verdict_ms(sv))
 		superseded(sv);
 }
 
@@ -193,8 +194,8 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 	events_log(sv, "rdzv.fenced", json_pack("{sI sf ss}", "kill_in_ms",
 	    (json_int_t)(kill_at_ms > now ? kill_at_ms - now : 0), "kill_at",
 	    wall_now() + (kill_at_ms - now) / 1000.0, "state",
-	    group_state_name(sv->state)));
-	if (sv->state == G_RUNNING)
+	    group_state_name(sv->grp.state)));
+	if (sv->grp.state == G_RUNNING)
 		group_stop(sv, SIGTERM, STOP_MEMBERSHIP);
 	/*
 	 * Past the end we told the guardian: it has killed the workers'
@@ -202,18 +203,19 @@ group_fenced(struct supervisor *sv, long long kill_at_ms)
 	 */
 	if (sv->guard.lease > 0 && now >= sv->guard.lease)
 		cgroup_kill(sv);
-	if (sv->state != G_STOPPING || sv->alive == 0 || sv->kill_phase != 0 ||
-	    sv->draining || kill_at_ms >= sv->kill_at)
+	if (sv->grp.state != G_STOPPING || sv->grp.alive == 0 ||
+	    sv->grp.kill_phase != 0 || sv->locks.draining ||
+	    kill_at_ms >= sv->grp.kill_at)
 		return;
-	sv->kill_at = kill_at_ms;
-	sv->fenced = true;
+	sv->grp.kill_at = kill_at_ms;
+	sv->grp.fenced = true;
 	arm_deadline(sv, kill_at_ms > now ? kill_at_ms - now : 0);
 }
 
 void
 group_barrier_done(struct supervisor *sv, bool released)
 {
-	if (sv->state != G_FINISHING)
+	if (sv->grp.state != G_FINISHING)
 		return;
 	events_log(sv, "rdzv.barrier", json_pack("{sb}", "released",
 	    released));
