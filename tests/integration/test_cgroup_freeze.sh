@@ -17,6 +17,9 @@ wait_for -t 20 eval '[ "$(kv "$J/supervise/state" state)" = running ] && [ -n "$
     fail "not running: $(cat "$SUP_ERR")"
 [ "$(kv "$J/supervise/state" containment)" = cgroup2 ] ||
     skip "no cgroup containment here: $(kv "$J/supervise/state" containment_why)"
+# The workers' files are written a loop pass after the group's state.
+wait_for -t 10 eval '[ -n "$(kv "$J/workers/0/state" cgroup)" ]' ||
+    fail "workers/0/state has no cgroup: $(cat "$J/workers/0/state")"
 CG=$(kv "$J/workers/0/state" cgroup)
 W=$(kv "$J/supervise/state" pids)
 usage() { awk '$1 == "usage_usec" { print $2 }' "$CG/cpu.stat"; }
