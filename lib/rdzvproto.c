@@ -183,22 +183,7 @@ hex_ok(const char *s, size_t len)
 
 /* strtonum alone would take a sign or leading blanks. */
 static int
-parse_uint(const char *s, long long lo, long long hi, unsigned *out)
-{
-	const char *errstr;
-	long long v;
-
-	if (*s == '\0' || strspn(s, "0123456789") != strlen(s))
-		return -1;
-	v = strtonum(s, lo, hi, &errstr);
-	if (errstr != NULL)
-		return -1;
-	*out = (unsigned)v;
-	return 0;
-}
-
-static int
-parse_mono(const char *s, long long lo, long long hi, long long *out)
+parse_ll(const char *s, long long lo, long long hi, long long *out)
 {
 	const char *errstr;
 	long long v;
@@ -209,6 +194,17 @@ parse_mono(const char *s, long long lo, long long hi, long long *out)
 	if (errstr != NULL)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+static int
+parse_uint(const char *s, long long lo, long long hi, unsigned *out)
+{
+	long long v;
+
+	if (parse_ll(s, lo, hi, &v) == -1)
+		return -1;
+	*out = (unsigned)v;
 	return 0;
 }
 
@@ -227,7 +223,7 @@ parse_field(const struct field *f, const char *s, struct rdzv_msg *m,
 		    f->hi);
 		return -1;
 	case F_MONO:
-		if (parse_mono(s, f->lo, f->hi, (long long *)(void *)dst) == 0)
+		if (parse_ll(s, f->lo, f->hi, (long long *)(void *)dst) == 0)
 			return 0;
 		snprintf(why, whylen, "not a number in %lld..%lld", f->lo,
 		    f->hi);
