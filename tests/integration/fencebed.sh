@@ -15,12 +15,7 @@ fence_bed()
 	for n in a b c; do
 		bed_host $n
 	done
-	make_token "$T/token"
-	EP=$(bed_addr rz):29400
-	bed_run rz "$RDZV" --listen "$EP" --token-file "$T/token" \
-	    >"$T/rdzv.out" 2>"$T/rdzv.err" </dev/null &
-	wait_for -t 10 grep -q '^listening ' "$T/rdzv.out" ||
-	    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
+	bed_rdzv rz
 	for n in a b c; do
 		REC=$T/rec RZ_NODE=$n RZ_STOP_FLAG=$T/stop \
 		    FENCE_STUBBORN=$T/stubborn.$n bed_sup "$n" "$T/$n" \

@@ -25,6 +25,9 @@
 #	bed_link NAME down|up	cut or heal NAME's cable at the switch: no
 #			FIN, no RST, only silence, as a pulled cable
 #	bed_ns NAME		print the namespace's name (for ip -n, nsenter)
+#	bed_rdzv NAME		esv-rdzv on host NAME, port 29400, with a fresh
+#			token in $T/token (rdzv.sh: source it first);
+#			returns once it listens; sets EP
 #	bed_freeze NAME		freeze every process of host NAME at once
 #			(its cgroup.freeze; bed_init -f), as a paused VM or
 #			a host that lost its CPU: returns once the kernel
@@ -205,4 +208,14 @@ bed_thaw()
 	echo 0 >"$BED_CG/$1/cgroup.freeze" || fail "thawing $1"
 	wait_for -t 10 grep -qx 'frozen 0' "$BED_CG/$1/cgroup.events" ||
 	    fail "$1 not thawed: $(cat "$BED_CG/$1/cgroup.events")"
+}
+
+bed_rdzv()
+{
+	make_token "$T/token"
+	EP=$(bed_addr "$1"):29400
+	bed_run "$1" "$RDZV" --listen "$EP" --token-file "$T/token" \
+	    >"$T/rdzv.out" 2>"$T/rdzv.err" </dev/null &
+	wait_for -t 10 grep -q '^listening ' "$T/rdzv.out" ||
+	    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
 }

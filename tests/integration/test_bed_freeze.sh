@@ -84,12 +84,7 @@ if [ "$RZ_BACKEND" = etcd ]; then
 	# rz_conf's etcd lease (lease_ttl, RZ_LEASE_TTL: 2 s).
 	LEASE_MS=$((RZ_LOSS_MS - 1000))
 else
-	make_token "$T/token"
-	EP=$(bed_addr rz):29400
-	bed_run rz "$RDZV" --listen "$EP" --token-file "$T/token" \
-	    >"$T/rdzv.out" 2>"$T/rdzv.err" </dev/null &
-	wait_for -t 10 grep -q '^listening ' "$T/rdzv.out" ||
-	    fail "esv-rdzv did not start: $(cat "$T/rdzv.err")"
+	bed_rdzv rz
 	LEASE_MS=1500	# esv's default lease
 fi
 # The lease's grace: a fifth of it, 100 ms to 2 s (esv-supervise(8)).
